@@ -1,0 +1,67 @@
+package toolcontext
+
+import "context"
+
+type (
+	depthKey           struct{}
+	plannerDisabledKey struct{}
+	idsKey             struct{}
+	traceparentKey     struct{}
+)
+
+// WithDepth returns a context that records how many orchestrations enclose
+// the work done under it. A request from a client starts at depth 0; the tools
+// a plan calls run at the plan's depth plus one.
+func WithDepth(ctx context.Context, depth int) context.Context {
+	return context.WithValue(ctx, depthKey{}, depth)
+}
+
+// Depth reports the orchestration depth recorded in ctx, or 0 if none is.
+func Depth(ctx context.Context) int {
+	d, _ := ctx.Value(depthKey{}).(int)
+	return d
+}
+
+// WithPlannerDisabled returns a context in which planner tools (and the
+// orchestrate tool itself) must not be offered or called. The planner sets it
+// while it asks a model for a plan so that planning can never recurse.
+func WithPlannerDisabled(ctx context.Context) context.Context {
+	return context.WithValue(ctx, plannerDisabledKey{}, true)
+}
+
+// PlannerDisabled reports whether planner tools are disabled in ctx.
+func PlannerDisabled(ctx context.Context) bool {
+	v, _ := ctx.Value(plannerDisabledKey{}).(bool)
+	return v
+}
+
+// IDs are the identifiers that tie work to the request that caused it.
+type IDs struct {
+	RequestID string `json:"request_id"`
+	ContextID string `json:"context_id"`
+	TraceID   string `json:"trace_id"`
+	UserID    string `json:"user_id"`
+}
+
+// WithIDs returns a context carrying ids.
+func WithIDs(ctx context.Context, ids IDs) context.Context {
+	return context.WithValue(ctx, idsKey{}, ids)
+}
+
+// IDsFrom returns the ids carried by ctx.
+func IDsFrom(ctx context.Context) (IDs, bool) {
+	ids, ok := ctx.Value(idsKey{}).(IDs)
+	return ids, ok
+}
+
+// WithTraceparent returns a context carrying a W3C traceparent header value,
+// to be passed on to downstream servers in the request _meta.
+func WithTraceparent(ctx context.Context, tp string) context.Context {
+	return context.WithValue(ctx, traceparentKey{}, tp)
+}
+
+// TraceparentFrom returns the W3C traceparent carried by ctx.
+func TraceparentFrom(ctx context.Context) (string, bool) {
+	tp, ok := ctx.Value(traceparentKey{}).(string)
+	return tp, ok && tp != ""
+}
