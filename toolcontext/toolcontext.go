@@ -65,3 +65,13 @@ func TraceparentFrom(ctx context.Context) (string, bool) {
 	tp, ok := ctx.Value(traceparentKey{}).(string)
 	return tp, ok && tp != ""
 }
+
+// Keys of the MCP request _meta that carry orchestration context between
+// processes, so that one orchestra behind another still knows its depth and
+// trace.
+const (
+	// MetaDepth holds the orchestration depth (a JSON number) of the caller.
+	MetaDepth = "io.github.orchestra-mcp/depth"
+	// MetaTraceparent holds a W3C traceparent header value.
+	MetaTraceparent = "traceparent"
+)
