@@ -1,0 +1,300 @@
+package builtin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"slices"
+	"strings"
+	"text/template"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/orchestra-mcp/orchestra/registry"
+)
+
+// renderInput documents the arguments of render.
+type renderInput struct {
+	Template string         `json:"template" jsonschema:"A Go text/template, e.g. Hello {{.name}}! You have {{len .items}} items."`
+	Values   map[string]any `json:"values,omitempty" jsonschema:"The values the template reads as {{.key}}; usually templates such as $0.output. Default {}."`
+}
+
+// renderOutput documents the structured output of render.
+type renderOutput struct {
+	Text string `json:"text" jsonschema:"The rendered text."`
+}
+
+const renderDescription = `Render text from a template and values (Go text/template syntax).
+
+Use it to build prompts, messages, reports, file contents or URLs from earlier steps' outputs, when "${step.output.field}" interpolation in a plan argument is not enough (loops, conditions, formatting).
+
+Syntax: {{.key}} inserts values.key; {{.user.name}} goes deeper; {{index .list 0}} indexes; {{range .items}}...{{.}}...{{end}} loops ({{range $i, $x := .items}} names the index and element); {{if .flag}}...{{else}}...{{end}} branches; {{- and -}} trim the whitespace beside them; {{/* comment */}}.
+Functions: json (compact JSON of a value), join SEP LIST, upper, lower, trim, default FALLBACK VALUE (FALLBACK when VALUE is empty: null, "", 0, false, empty list or object), indent N TEXT (prefix every line with N spaces), and the text/template builtins len, index, printf, print, eq, ne, lt, le, gt, ge, and, or, not. Functions chain with |: {{.title | upper}}.
+A key missing from values is an error; for an optional key write {{index . "key" | default "none"}}.
+
+Example: template "Report for {{.user}}:\n{{range .items}}- {{.name}} ({{.stars}} stars)\n{{end}}" with values {"user": "ana", "items": [{"name": "gojq", "stars": 3000}]} gives "Report for ana:\n- gojq (3000 stars)\n".
+
+Output: {"text": "..."}. The text is capped in size; a template that produces more stops with an error.`
+
+// Render returns the render tool, which renders a Go text/template with
+// values, stopping at cfg.MaxOutputBytes.
+func Render(cfg RenderConfig) registry.Tool {
+	cfg = cfg.withDefaults()
+	return registry.Tool{
+		Name:         "render",
+		Title:        "Render a text template",
+		Description:  renderDescription,
+		InputSchema:  schemaFor[renderInput](),
+		OutputSchema: schemaFor[renderOutput](),
+		Annotations: &mcp.ToolAnnotations{
+			Title:          "Render a text template",
+			ReadOnlyHint:   true,
+			IdempotentHint: true,
+			OpenWorldHint:  boolPtr(false),
+		},
+		Source: Source,
+		Call: func(ctx context.Context, req *registry.CallRequest) (*registry.Result, error) {
+			res, err := runRender(ctx, cfg, req.Arguments)
+			if r, ok := toolError(err); ok {
+				return r, nil
+			}
+			return res, err
+		},
+	}
+}
+
+// renderFuncs is the function map offered to templates.
+var renderFuncs = template.FuncMap{
+	"json": func(v any) (string, error) {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return "", fmt.Errorf("json: %w", err)
+		}
+		return string(b), nil
+	},
+	"join": func(sep string, list any) (string, error) {
+		switch l := list.(type) {
+		case nil:
+			return "", nil
+		case []string:
+			return strings.Join(l, sep), nil
+		case []any:
+			parts := make([]string, len(l))
+			for i, e := range l {
+				parts[i] = textOf(e)
+			}
+			return strings.Join(parts, sep), nil
+		}
+		return "", fmt.Errorf("join: the list must be an array, not %s (write join SEP LIST, e.g. join \", \" .names)", jsonType(list))
+	},
+	"upper": func(v any) string { return strings.ToUpper(textOf(v)) },
+	"lower": func(v any) string { return strings.ToLower(textOf(v)) },
+	"trim":  func(v any) string { return strings.TrimSpace(textOf(v)) },
+	"default": func(fallback any, v ...any) any {
+		if len(v) == 0 || isEmpty(v[len(v)-1]) {
+			return fallback
+		}
+		return v[len(v)-1]
+	},
+	"indent": func(n any, v any) (string, error) {
+		spaces, ok := toInt64(n)
+		if !ok || spaces < 0 || spaces > 100 {
+			return "", fmt.Errorf("indent: the width must be an integer from 0 to 100, not %v (write indent N TEXT)", n)
+		}
+		pad := strings.Repeat(" ", int(spaces))
+		lines := strings.Split(textOf(v), "\n")
+		for i, l := range lines {
+			if l != "" {
+				lines[i] = pad + l
+			}
+		}
+		return strings.Join(lines, "\n"), nil
+	},
+}
+
+var renderFuncNames = func() []string {
+	names := make([]string, 0, len(renderFuncs))
+	for n := range renderFuncs {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}()
+
+// textOf is how a value reads inside text: strings as they are, null as
+// nothing, other values as compact JSON.
+func textOf(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return v
+	case fmt.Stringer:
+		return v.String()
+	case map[string]any, []any:
+		b, err := json.Marshal(v)
+		if err != nil {
+			return fmt.Sprint(v)
+		}
+		return string(b)
+	}
+	return fmt.Sprint(v)
+}
+
+func isEmpty(v any) bool {
+	switch v := v.(type) {
+	case nil:
+		return true
+	case string:
+		return v == ""
+	case bool:
+		return !v
+	case int:
+		return v == 0
+	case int64:
+		return v == 0
+	case float64:
+		return v == 0
+	case json.Number:
+		f, err := v.Float64()
+		return err == nil && f == 0
+	case []any:
+		return len(v) == 0
+	case map[string]any:
+		return len(v) == 0
+	}
+	return false
+}
+
+// renderValue prepares values for text/template: whole numbers become ints
+// so that they print as 3, not 3e+00, and compare with literals.
+func renderValue(v any) any {
+	switch v := v.(type) {
+	case float64:
+		if v == math.Trunc(v) && math.Abs(v) <= 1<<53 {
+			return int(v)
+		}
+	case []any:
+		for i, e := range v {
+			v[i] = renderValue(e)
+		}
+	case map[string]any:
+		for k, e := range v {
+			v[k] = renderValue(e)
+		}
+	}
+	return v
+}
+
+var errRenderTooLarge = errors.New("output too large")
+
+// boundedWriter collects at most max bytes and fails past them, or once ctx
+// is done.
+type boundedWriter struct {
+	ctx context.Context
+	b   strings.Builder
+	max int
+}
+
+func (w *boundedWriter) Write(p []byte) (int, error) {
+	if err := w.ctx.Err(); err != nil {
+		return 0, err
+	}
+	if w.b.Len()+len(p) > w.max {
+		return 0, errRenderTooLarge
+	}
+	return w.b.Write(p)
+}
+
+var templateErrPrefix = regexp.MustCompile(`^template: render:(\d+)(?::(\d+))?: (?:executing "render" )?`)
+
+// cleanTemplateError rewrites "template: render:3:7: executing "render" at
+// <.x>: ..." as "line 3, column 7: at <.x>: ...".
+func cleanTemplateError(err error) string {
+	msg := err.Error()
+	if m := templateErrPrefix.FindStringSubmatchIndex(msg); m != nil {
+		loc := "line " + msg[m[2]:m[3]]
+		if m[4] >= 0 {
+			loc += ", column " + msg[m[4]:m[5]]
+		}
+		msg = loc + ": " + msg[m[1]:]
+	}
+	return msg
+}
+
+func runRender(ctx context.Context, cfg RenderConfig, args map[string]any) (*registry.Result, error) {
+	const tool = "render"
+	if err := checkKeys(tool, args, "template", "values"); err != nil {
+		return nil, err
+	}
+	src, ok, err := stringArg(tool, args, "template")
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, argErrorf(`render: argument "template" is required: give a Go text/template such as "Hello {{.name}}"`)
+	}
+	values, err := objectArg(tool, args, "values")
+	if err != nil {
+		return nil, err
+	}
+	data, err := normalizeJSON(values)
+	if err != nil {
+		return nil, argErrorf("render: argument \"values\": %v", err)
+	}
+	if data == nil {
+		data = map[string]any{}
+	}
+	data = renderValue(data)
+
+	tmpl, err := template.New("render").Option("missingkey=error").Funcs(renderFuncs).Parse(src)
+	if err != nil {
+		msg := cleanTemplateError(err)
+		hint := "fix the template syntax: actions are {{...}}, blocks end with {{end}}"
+		if strings.Contains(msg, "not defined") && strings.Contains(msg, "function") {
+			hint = "the functions are " + strings.Join(renderFuncNames, ", ") + " and the text/template builtins (len, index, printf, eq, ...)"
+		}
+		return nil, argErrorf("render: the template does not parse: %s; %s", msg, hint)
+	}
+
+	w := &boundedWriter{ctx: ctx, max: cfg.MaxOutputBytes}
+	done := make(chan error, 1)
+	go func() {
+		defer func() {
+			if v := recover(); v != nil {
+				done <- fmt.Errorf("render: template execution panicked: %v", v)
+			}
+		}()
+		done <- tmpl.Execute(w, data)
+	}()
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("render: %w", ctx.Err())
+	}
+	switch {
+	case err == nil:
+	case errors.Is(err, errRenderTooLarge):
+		return nil, argErrorf("render: the text exceeds %s (render.max_output_bytes in the config file); render less: fewer items (e.g. slice the list in a json_query step first) or shorter text",
+			formatBytes(int64(cfg.MaxOutputBytes)))
+	case ctx.Err() != nil:
+		return nil, fmt.Errorf("render: %w", ctx.Err())
+	default:
+		msg := cleanTemplateError(err)
+		hint := ""
+		if strings.Contains(msg, "map has no entry for key") {
+			keys := make([]string, 0)
+			for k := range data.(map[string]any) {
+				keys = append(keys, k)
+			}
+			slices.Sort(keys)
+			hint = fmt.Sprintf("; values has the keys [%s]; for an optional key write {{index . \"key\" | default \"...\"}}", strings.Join(keys, ", "))
+		}
+		return nil, argErrorf("render: the template failed: %s%s", msg, hint)
+	}
+	text := w.b.String()
+	return textResult(map[string]any{"text": text}, text), nil
+}
