@@ -1,0 +1,193 @@
+package fsm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	lfsm "github.com/looplab/fsm"
+)
+
+// States of an orchestration.
+const (
+	StatePlanInit        = "plan_init"
+	StatePlannerActive   = "planner_active"
+	StatePlanValidated   = "plan_validated"
+	StateDispatchingStep = "dispatching_step"
+	StateAwaitingResults = "awaiting_results"
+	StateMergingResults  = "merging_results"
+	StateCompleted       = "completed"
+	StateFailed          = "failed"
+)
+
+// Events of an orchestration.
+const (
+	// EventStartPlan starts the planner (the prompt path).
+	EventStartPlan = "start_plan"
+	// EventPlannerFinished: the planner produced a plan that validated.
+	EventPlannerFinished = "planner_finished"
+	// EventValidated: a given plan passed plan-time validation.
+	EventValidated = "validated"
+	// EventValidationFailed: the plan (given or planned) is invalid, or the
+	// planner failed; nothing runs.
+	EventValidationFailed = "validation_failed"
+	// EventDispatch: execution starts.
+	EventDispatch = "dispatch"
+	// EventStepsDispatched: steps are in flight and the loop waits for them.
+	EventStepsDispatched = "steps_dispatched"
+	// EventStepSucceeded: a tool step ended without halting the plan.
+	EventStepSucceeded = "step_succeeded"
+	// EventStepFailed: a step failed and halts the plan.
+	EventStepFailed = "step_failed"
+	// EventStepFailedContinue: a step failed with on_error "continue".
+	EventStepFailedContinue = "step_failed_continue"
+	// EventParallelComplete: every child of a parallel group ended.
+	EventParallelComplete = "parallel_complete"
+	// EventMerged: a group's children were merged; execution goes on.
+	EventMerged = "merged"
+	// EventStepStarted: a tool step or group started (no change of state).
+	EventStepStarted = "step_started"
+	// EventStepFinished: a step inside a group ended (no change of state).
+	EventStepFinished = "step_finished"
+	// EventFinished: nothing is left to run.
+	EventFinished = "finished"
+	// EventTimeout: the plan's deadline passed.
+	EventTimeout = "timeout"
+	// EventPanic: a tool or the engine panicked.
+	EventPanic = "panic"
+	// EventCancelled: the caller cancelled the orchestration.
+	EventCancelled = "cancelled"
+)
+
+// running is every state in which the plan can still time out, panic or be
+// cancelled.
+var running = []string{
+	StatePlanInit, StatePlannerActive, StatePlanValidated, StateDispatchingStep,
+	StateAwaitingResults, StateMergingResults,
+}
+
+// Transitions is the transition table of an orchestration.
+var Transitions = []lfsm.EventDesc{
+	{Name: EventStartPlan, Src: []string{StatePlanInit}, Dst: StatePlannerActive},
+	{Name: EventPlannerFinished, Src: []string{StatePlannerActive}, Dst: StatePlanValidated},
+	{Name: EventValidated, Src: []string{StatePlanInit}, Dst: StatePlanValidated},
+	{Name: EventValidationFailed, Src: []string{StatePlanInit, StatePlannerActive}, Dst: StateFailed},
+	{Name: EventDispatch, Src: []string{StatePlanValidated}, Dst: StateDispatchingStep},
+	{Name: EventStepsDispatched, Src: []string{StateDispatchingStep}, Dst: StateAwaitingResults},
+	{Name: EventStepSucceeded, Src: []string{StateAwaitingResults}, Dst: StateDispatchingStep},
+	{Name: EventStepFailedContinue, Src: []string{StateAwaitingResults, StateMergingResults}, Dst: StateDispatchingStep},
+	{Name: EventStepFailed, Src: []string{StateAwaitingResults, StateMergingResults}, Dst: StateFailed},
+	{Name: EventParallelComplete, Src: []string{StateAwaitingResults}, Dst: StateMergingResults},
+	{Name: EventMerged, Src: []string{StateMergingResults}, Dst: StateDispatchingStep},
+	{Name: EventFinished, Src: []string{StateDispatchingStep}, Dst: StateCompleted},
+	{Name: EventTimeout, Src: running, Dst: StateFailed},
+	{Name: EventPanic, Src: running, Dst: StateFailed},
+	{Name: EventCancelled, Src: running, Dst: StateFailed},
+}
+
+// stepping is every state in which a step can start or end: the steps of a
+// halted plan that were already running still end in failed.
+var stepping = []string{StateDispatchingStep, StateAwaitingResults, StateMergingResults, StateFailed}
+
+func init() {
+	// step_started and step_finished change no state: one self-loop per state.
+	for _, st := range stepping {
+		Transitions = append(Transitions,
+			lfsm.EventDesc{Name: EventStepStarted, Src: []string{st}, Dst: st},
+			lfsm.EventDesc{Name: EventStepFinished, Src: []string{st}, Dst: st})
+	}
+}
+
+// Transition is one move of the machine.
+type Transition struct {
+	Event string
+	From  string
+	To    string
+	At    time.Time
+	// Detail is what the firing code attached: the step id, an error.
+	Detail any
+}
+
+// Observer sees every transition, in order, on the goroutine that fired it.
+type Observer func(Transition)
+
+// Machine is the state machine of one orchestration. It is safe for
+// concurrent use, though the executor fires events from one loop.
+type Machine struct {
+	mu        sync.Mutex
+	f         *lfsm.FSM
+	observers []Observer
+	history   []Transition
+	now       func() time.Time
+}
+
+// New returns a machine in StatePlanInit with the given observers.
+func New(observers ...Observer) *Machine {
+	m := &Machine{observers: observers, now: time.Now}
+	m.f = lfsm.NewFSM(StatePlanInit, Transitions, nil)
+	return m
+}
+
+// Fire fires event with an optional detail for observers. Firing an event
+// that does not apply to the current state is an error; so the caller's
+// logic and the transition table can never silently disagree.
+//
+// Fire ignores ctx's cancellation: a cancelled plan must still be able to
+// move to failed.
+func (m *Machine) Fire(ctx context.Context, event string, detail any) error {
+	m.mu.Lock()
+	from := m.f.Current()
+	err := m.f.Event(context.WithoutCancel(ctx), event)
+	var noTransition lfsm.NoTransitionError
+	if err != nil && !errors.As(err, &noTransition) {
+		m.mu.Unlock()
+		return fmt.Errorf("state machine: %w", err)
+	}
+	t := Transition{Event: event, From: from, To: m.f.Current(), At: m.now(), Detail: detail}
+	m.history = append(m.history, t)
+	observers := m.observers
+	m.mu.Unlock()
+	for _, o := range observers {
+		o(t)
+	}
+	return nil
+}
+
+// Current returns the current state.
+func (m *Machine) Current() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.f.Current()
+}
+
+// Done reports whether the machine reached a final state.
+func (m *Machine) Done() bool {
+	s := m.Current()
+	return s == StateCompleted || s == StateFailed
+}
+
+// Can reports whether event applies to the current state.
+func (m *Machine) Can(event string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.f.Can(event)
+}
+
+// History returns every transition so far.
+func (m *Machine) History() []Transition {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]Transition(nil), m.history...)
+}
+
+// Path returns the states visited so far, starting with StatePlanInit.
+func (m *Machine) Path() []string {
+	h := m.History()
+	path := []string{StatePlanInit}
+	for _, t := range h {
+		path = append(path, t.To)
+	}
+	return path
+}

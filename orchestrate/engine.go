@@ -1,0 +1,143 @@
+package orchestrate
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/orchestra-mcp/orchestra/fsm"
+	"github.com/orchestra-mcp/orchestra/registry"
+	"github.com/orchestra-mcp/orchestra/toolcontext"
+)
+
+// Options configure an Engine.
+type Options struct {
+	// Tools is the catalog plans call into.
+	Tools Tools
+	// Limits bound every run; zero fields take the defaults.
+	Limits Limits
+	// Forbidden reports tools a plan may not call (the orchestrate tool itself).
+	Forbidden func(name string) bool
+	// Logger receives the engine's logs; nil discards them.
+	Logger *slog.Logger
+	// Observers see every event of every run. They must be safe for
+	// concurrent use and must not block for long.
+	Observers []Observer
+	// ToolName is recorded in _metadata.tool_name; default "agent_orchestrate".
+	ToolName string
+	// NewID makes exec ids; default random UUIDs.
+	NewID func() string
+}
+
+// Observer sees the events of runs: every state machine transition (step
+// starts and ends included) and the progress tools report.
+type Observer func(Event)
+
+// Event is one thing that happened in a run.
+type Event struct {
+	// Run describes the run.
+	Run *RunInfo
+	// Transition is the state machine's move; for progress events its
+	// Event is EventProgress and From and To are the current state.
+	Transition fsm.Transition
+	// Step is a snapshot of the step the event is about, if any.
+	Step *StepRecord
+	// Progress is the tool's report, for progress events.
+	Progress *registry.Progress
+	// Envelope is the final response, on the transition into a final state.
+	Envelope *Envelope
+}
+
+// EventProgress is the Transition.Event of progress events.
+const EventProgress = "progress"
+
+// RunInfo identifies a run for observers.
+type RunInfo struct {
+	ExecID    string
+	IDs       toolcontext.IDs
+	Depth     int
+	Leaves    int // tool steps in the plan
+	Plan      *Plan
+	StartedAt time.Time
+}
+
+// Engine validates and runs plans. It is safe for concurrent use.
+type Engine struct {
+	opts Options
+	lim  Limits
+	log  *slog.Logger
+}
+
+// NewEngine returns an engine.
+func NewEngine(opts Options) *Engine {
+	if opts.ToolName == "" {
+		opts.ToolName = "agent_orchestrate"
+	}
+	if opts.NewID == nil {
+		opts.NewID = func() string { return uuid.NewString() }
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Tools == nil {
+		opts.Tools = registry.NewCatalog()
+	}
+	return &Engine{opts: opts, lim: opts.Limits.withDefaults(), log: log}
+}
+
+// Limits returns the engine's limits.
+func (e *Engine) Limits() Limits { return e.lim }
+
+// Validate checks a request's plan against every plan-time rule.
+func (e *Engine) Validate(req *Request) *Validation {
+	if req.Plan == nil {
+		return &Validation{Errors: []*Issue{{Code: CodeInvalidRequest, Message: "the request has no plan to validate"}}, Warnings: []*Issue{}}
+	}
+	return validate(req.Plan, e.opts.Tools, e.lim.forRequest(req), req.Bindings, e.opts.Forbidden)
+}
+
+// Run validates and runs the request's plan and returns the envelope. It
+// never panics and always returns an envelope; a plan that did not succeed
+// says why in it.
+func (e *Engine) Run(ctx context.Context, req *Request) *Envelope {
+	r := e.newRun(ctx, req)
+	return r.run(ctx, nil)
+}
+
+// PlanFunc produces a plan for a run of the prompt path. It runs with the
+// state machine in planner_active.
+type PlanFunc func(ctx context.Context) (*Plan, *PlannerInfo, []*Issue, error)
+
+// RunPrompt runs the prompt path: plan() is called in planner_active, its
+// plan validated and run like any other. A planner error fails the run
+// straight away.
+func (e *Engine) RunPrompt(ctx context.Context, req *Request, plan PlanFunc) *Envelope {
+	r := e.newRun(ctx, req)
+	return r.run(ctx, plan)
+}
+
+func (e *Engine) newRun(ctx context.Context, req *Request) *run {
+	ids, _ := toolcontext.IDsFrom(ctx)
+	r := &run{
+		e:       e,
+		req:     req,
+		lim:     e.lim.forRequest(req),
+		execID:  e.opts.NewID(),
+		ids:     ids,
+		depth:   toolcontext.Depth(ctx),
+		records: map[*Step]*StepRecord{},
+		outputs: map[*Step]any{},
+		started: time.Now(),
+	}
+	r.info = &RunInfo{ExecID: r.execID, IDs: ids, Depth: r.depth, StartedAt: r.started}
+	r.m = fsm.New(r.observe)
+	return r
+}
+
+func (r *run) errorEnvelope(code, format string, args ...any) *Envelope {
+	r.errors = append(r.errors, &Error{Code: code, Message: fmt.Sprintf(format, args...)})
+	return r.envelope()
+}

@@ -1,0 +1,94 @@
+package orchestrate
+
+import "time"
+
+// Limits bound what one orchestration may do. The configuration sets them;
+// a request may only lower them.
+type Limits struct {
+	// MaxDepth is how many orchestrations may enclose one another.
+	MaxDepth int `json:"max_depth"`
+	// MaxSteps caps the tool steps of a plan, every leaf counted.
+	MaxSteps int `json:"max_steps"`
+	// MaxParallel caps how many tool steps run at once.
+	MaxParallel int `json:"max_parallel"`
+	// MaxNesting caps how deeply parallel groups nest.
+	MaxNesting int `json:"max_nesting"`
+	// MaxAttempts caps a step's retry.max_attempts.
+	MaxAttempts int `json:"max_attempts"`
+	// StepTimeout bounds each tool step.
+	StepTimeout time.Duration `json:"step_timeout"`
+	// PlanTimeout bounds the whole plan.
+	PlanTimeout time.Duration `json:"plan_timeout"`
+	// MaxStepOutputBytes caps a step's output in the response; larger ones
+	// are replaced by a truncation marker (templates still see all of it).
+	MaxStepOutputBytes int `json:"max_step_output_bytes"`
+	// MaxResponseBytes caps the whole response.
+	MaxResponseBytes int `json:"max_response_bytes"`
+	// MaxTemplates caps the template references in one plan.
+	MaxTemplates int `json:"max_templates"`
+}
+
+// DefaultLimits returns the design's limits.
+func DefaultLimits() Limits {
+	return Limits{
+		MaxDepth:           3,
+		MaxSteps:           12,
+		MaxParallel:        4,
+		MaxNesting:         2,
+		MaxAttempts:        5,
+		StepTimeout:        60 * time.Second,
+		PlanTimeout:        300 * time.Second,
+		MaxStepOutputBytes: 256 << 10,
+		MaxResponseBytes:   2 << 20,
+		MaxTemplates:       1000,
+	}
+}
+
+// withDefaults fills zero fields from DefaultLimits.
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits()
+	if l.MaxDepth == 0 {
+		l.MaxDepth = d.MaxDepth
+	}
+	if l.MaxSteps == 0 {
+		l.MaxSteps = d.MaxSteps
+	}
+	if l.MaxParallel == 0 {
+		l.MaxParallel = d.MaxParallel
+	}
+	if l.MaxNesting == 0 {
+		l.MaxNesting = d.MaxNesting
+	}
+	if l.MaxAttempts == 0 {
+		l.MaxAttempts = d.MaxAttempts
+	}
+	if l.StepTimeout == 0 {
+		l.StepTimeout = d.StepTimeout
+	}
+	if l.PlanTimeout == 0 {
+		l.PlanTimeout = d.PlanTimeout
+	}
+	if l.MaxStepOutputBytes == 0 {
+		l.MaxStepOutputBytes = d.MaxStepOutputBytes
+	}
+	if l.MaxResponseBytes == 0 {
+		l.MaxResponseBytes = d.MaxResponseBytes
+	}
+	if l.MaxTemplates == 0 {
+		l.MaxTemplates = d.MaxTemplates
+	}
+	return l
+}
+
+// forRequest lowers the limits to what req asks for.
+func (l Limits) forRequest(req *Request) Limits {
+	if req.MaxParallel > 0 && req.MaxParallel < l.MaxParallel {
+		l.MaxParallel = req.MaxParallel
+	}
+	if req.TimeoutMS > 0 {
+		if t := time.Duration(req.TimeoutMS) * time.Millisecond; t < l.PlanTimeout {
+			l.PlanTimeout = t
+		}
+	}
+	return l
+}

@@ -1,0 +1,401 @@
+package orchestrate
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/orchestra-mcp/orchestra/schemas"
+)
+
+// A template string refers to the output of an earlier step or to a binding:
+//
+//	$0.output.sources[0].url     whole value: the referenced value, JSON type kept
+//	$research.output.title       the same, by step id or result key
+//	$bindings.user.name          a request binding
+//	"Title: ${research.output.title} (${0.output.count})"   interpolation
+//	"$$5"                        a literal "$5"
+//
+// ParseTemplate is the one parser behind validation and resolution.
+
+// Seg is one segment of a path: a key (.field or ["field"]) or an index ([i]).
+type Seg = schemas.Seg
+
+func segString(s Seg) string {
+	if s.IsIndex {
+		return "[" + strconv.Itoa(s.Index) + "]"
+	}
+	if isPathKey(s.Key) {
+		return "." + s.Key
+	}
+	b, _ := json.Marshal(s.Key)
+	return "[" + string(b) + "]"
+}
+
+// PathString renders a path the way templates write it.
+func PathString(path []Seg) string {
+	var b strings.Builder
+	for _, s := range path {
+		b.WriteString(segString(s))
+	}
+	return b.String()
+}
+
+// Ref is one reference: to a step's output or to a binding.
+type Ref struct {
+	// Step is the step reference: a top-level index ("0") or an id or
+	// result key. Empty for a binding reference.
+	Step string
+	// Binding names the binding for a $bindings reference.
+	Binding string
+	// Path leads into the referenced value.
+	Path []Seg
+	// Text is the reference as written, e.g. "$0.output.x" or "${0.output.x}".
+	Text string
+}
+
+// IsBinding reports whether r refers to a request binding.
+func (r *Ref) IsBinding() bool { return r.Step == "" }
+
+// StepIndex returns the top-level index r names, if it names one by index.
+func (r *Ref) StepIndex() (int, bool) {
+	if r.Step == "" || r.Step[0] < '0' || r.Step[0] > '9' {
+		return 0, false
+	}
+	n, err := strconv.Atoi(r.Step)
+	return n, err == nil
+}
+
+// Canonical renders r in its whole-value form, without interpolation braces.
+func (r *Ref) Canonical() string {
+	if r.IsBinding() {
+		return "$bindings." + r.Binding + PathString(r.Path)
+	}
+	return "$" + r.Step + ".output" + PathString(r.Path)
+}
+
+// TemplateKind says what a string argument is.
+type TemplateKind int
+
+const (
+	// Literal strings are passed as they are.
+	Literal TemplateKind = iota
+	// Whole strings are exactly one reference and are replaced by its value.
+	Whole
+	// Interpolated strings contain ${...} references inside other text.
+	Interpolated
+)
+
+// Part is a piece of an interpolated string: text, or a reference.
+type Part struct {
+	Text string
+	Ref  *Ref
+}
+
+// Template is a parsed string argument.
+type Template struct {
+	Kind    TemplateKind
+	Literal string // for Literal: the string value ($$ unescaped)
+	Ref     *Ref   // for Whole
+	Parts   []Part // for Interpolated
+}
+
+// Refs returns the references in t.
+func (t *Template) Refs() []*Ref {
+	switch t.Kind {
+	case Whole:
+		return []*Ref{t.Ref}
+	case Interpolated:
+		var refs []*Ref
+		for _, p := range t.Parts {
+			if p.Ref != nil {
+				refs = append(refs, p.Ref)
+			}
+		}
+		return refs
+	}
+	return nil
+}
+
+// TemplateError is a malformed template.
+type TemplateError struct {
+	Text   string
+	Offset int
+	Reason string
+}
+
+func (e *TemplateError) Error() string {
+	return fmt.Sprintf("malformed template %q at offset %d: %s", e.Text, e.Offset, e.Reason)
+}
+
+// mayBeTemplate reports whether s needs parsing at all: the fast path for
+// plain strings.
+func mayBeTemplate(s string) bool {
+	return strings.HasPrefix(s, "$") || strings.Contains(s, "${")
+}
+
+// ParseTemplate parses a string argument.
+//
+// A string is a whole-value template only when all of it is one reference;
+// "$5 dollars" is plain text. Inside longer strings, ${...} interpolates and a
+// "${" that does not hold a well-formed reference is an error, so a typo is
+// never silently sent to a tool. "$$" at the start of a string is a literal "$".
+func ParseTemplate(s string) (*Template, error) {
+	if !mayBeTemplate(s) {
+		return &Template{Kind: Literal, Literal: s}, nil
+	}
+	if strings.HasPrefix(s, "$$") {
+		return &Template{Kind: Literal, Literal: s[1:]}, nil
+	}
+	if strings.HasPrefix(s, "$") && !strings.HasPrefix(s, "${") {
+		if ref, n, err := parseRef(s, 1); err == nil && n == len(s) {
+			ref.Text = s
+			return &Template{Kind: Whole, Ref: ref}, nil
+		}
+	}
+	if !strings.Contains(s, "${") {
+		return &Template{Kind: Literal, Literal: s}, nil
+	}
+	var parts []Part
+	var text strings.Builder
+	for i := 0; i < len(s); {
+		j := strings.Index(s[i:], "${")
+		if j < 0 {
+			text.WriteString(s[i:])
+			break
+		}
+		text.WriteString(s[i : i+j])
+		start := i + j
+		end := strings.IndexByte(s[start:], '}')
+		if end < 0 {
+			return nil, &TemplateError{Text: s, Offset: start, Reason: `"${" is not closed by "}"; write "$${" for a literal "${"`}
+		}
+		end += start
+		ref, n, err := parseRef(s[:end], start+2)
+		if err != nil {
+			return nil, &TemplateError{Text: s, Offset: start, Reason: err.Error()}
+		}
+		if n != end {
+			return nil, &TemplateError{Text: s, Offset: n, Reason: fmt.Sprintf("unexpected %q in reference %q; a reference is ${N.output.path}, ${id.output.path} or ${bindings.name.path}", s[n:end], s[start:end+1])}
+		}
+		ref.Text = s[start : end+1]
+		if text.Len() > 0 {
+			parts = append(parts, Part{Text: text.String()})
+			text.Reset()
+		}
+		parts = append(parts, Part{Ref: ref})
+		i = end + 1
+	}
+	if text.Len() > 0 {
+		parts = append(parts, Part{Text: text.String()})
+	}
+	return &Template{Kind: Interpolated, Parts: parts}, nil
+}
+
+// parseRef parses a reference without its leading "$" or "${" starting at
+// s[i], and returns it with the offset just past it.
+func parseRef(s string, i int) (*Ref, int, error) {
+	name, i := scanName(s, i)
+	if name == "" {
+		return nil, i, fmt.Errorf("expected a step index, a step id or \"bindings\" after \"$\"")
+	}
+	ref := &Ref{}
+	if name == "bindings" {
+		if i >= len(s) || s[i] != '.' {
+			return nil, i, fmt.Errorf("expected \".name\" after \"bindings\"")
+		}
+		b, j := scanName(s, i+1)
+		if b == "" || !isIdent(b) {
+			return nil, i + 1, fmt.Errorf("expected a binding name after \"bindings.\"")
+		}
+		ref.Binding, i = b, j
+	} else {
+		if !isIdent(name) && !isIndex(name) {
+			return nil, i, fmt.Errorf("%q is neither a step index nor a step id", name)
+		}
+		if !strings.HasPrefix(s[i:], ".output") || (len(s) > i+7 && isNameByte(s[i+7])) {
+			return nil, i, fmt.Errorf("expected \".output\" after \"$%s\"", name)
+		}
+		ref.Step, i = name, i+7
+	}
+	path, i, err := parsePath(s, i)
+	if err != nil {
+		return nil, i, err
+	}
+	ref.Path = path
+	return ref, i, nil
+}
+
+// parsePath parses .key, ["key"] and [i] segments from s[i:] until
+// something else starts.
+func parsePath(s string, i int) ([]Seg, int, error) {
+	var path []Seg
+	for i < len(s) {
+		switch s[i] {
+		case '.':
+			key, j := scanName(s, i+1)
+			if key == "" {
+				return nil, i, fmt.Errorf("expected a field name after \".\"")
+			}
+			path = append(path, Seg{Key: key})
+			i = j
+		case '[':
+			if i+1 < len(s) && s[i+1] == '"' {
+				end := strings.Index(s[i+1:], `"]`)
+				if end < 0 {
+					return nil, i, fmt.Errorf(`expected "\"]" to close a quoted key`)
+				}
+				var key string
+				if err := json.Unmarshal([]byte(s[i+1:i+2+end]), &key); err != nil {
+					return nil, i, fmt.Errorf("bad quoted key: %v", err)
+				}
+				path = append(path, Seg{Key: key})
+				i += end + 3
+				continue
+			}
+			end := strings.IndexByte(s[i:], ']')
+			if end < 0 {
+				return nil, i, fmt.Errorf("expected \"]\" to close an index")
+			}
+			n, err := strconv.Atoi(s[i+1 : i+end])
+			if err != nil || n < 0 || !isIndex(s[i+1:i+end]) {
+				return nil, i, fmt.Errorf("index %q is not a non-negative integer", s[i+1:i+end])
+			}
+			path = append(path, Seg{Index: n, IsIndex: true})
+			i += end + 1
+		default:
+			return path, i, nil
+		}
+	}
+	return path, i, nil
+}
+
+func scanName(s string, i int) (string, int) {
+	j := i
+	for j < len(s) && isNameByte(s[j]) {
+		j++
+	}
+	return s[i:j], j
+}
+
+func isNameByte(c byte) bool {
+	return c == '_' || c == '-' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+// isIdent reports whether s is a valid step id or result key:
+// [A-Za-z_][A-Za-z0-9_-]*.
+func isIdent(s string) bool {
+	if s == "" {
+		return false
+	}
+	c := s[0]
+	if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if !isNameByte(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func isIndex(s string) bool {
+	if s == "" || len(s) > 9 || (len(s) > 1 && s[0] == '0') {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+func isPathKey(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !isNameByte(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// looksLikeTemplate reports whether a literal string was probably meant as
+// a template: "$research.title" (no .output), "$0.outputs.x".
+func looksLikeTemplate(s string) (name string, ok bool) {
+	if !strings.HasPrefix(s, "$") || strings.HasPrefix(s, "$$") || strings.HasPrefix(s, "${") {
+		return "", false
+	}
+	name, i := scanName(s, 1)
+	if name == "" || i >= len(s) || (s[i] != '.' && s[i] != '[') {
+		return "", false
+	}
+	return name, true
+}
+
+// PathError says where following a path into a value failed.
+type PathError struct {
+	At        int // index of the failing segment
+	Reason    string
+	Available []string
+}
+
+func (e *PathError) Error() string { return e.Reason }
+
+// followPath walks path into v.
+func followPath(v any, path []Seg) (any, error) {
+	for i, seg := range path {
+		if seg.IsIndex {
+			arr, ok := v.([]any)
+			if !ok {
+				return nil, &PathError{At: i, Reason: fmt.Sprintf("cannot index %s with %s: it is %s, not an array", PathString(path[:i]), segString(seg), jsonTypeOf(v))}
+			}
+			if seg.Index >= len(arr) {
+				return nil, &PathError{At: i, Reason: fmt.Sprintf("index %s is out of range: %s has %d elements", segString(seg), orRoot(PathString(path[:i])), len(arr))}
+			}
+			v = arr[seg.Index]
+			continue
+		}
+		obj, ok := v.(map[string]any)
+		if !ok {
+			return nil, &PathError{At: i, Reason: fmt.Sprintf("cannot read field %q of %s: it is %s, not an object", seg.Key, orRoot(PathString(path[:i])), jsonTypeOf(v))}
+		}
+		next, ok := obj[seg.Key]
+		if !ok {
+			return nil, &PathError{At: i, Reason: fmt.Sprintf("field %q does not exist in %s", seg.Key, orRoot(PathString(path[:i]))), Available: sortedKeys(obj)}
+		}
+		v = next
+	}
+	return v, nil
+}
+
+func orRoot(p string) string {
+	if p == "" {
+		return "the output"
+	}
+	return p
+}
+
+func jsonTypeOf(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case float64, json.Number, int, int64:
+		return "a number"
+	case string:
+		return "a string"
+	case []any:
+		return "an array"
+	case map[string]any:
+		return "an object"
+	default:
+		return fmt.Sprintf("a %T", v)
+	}
+}

@@ -1,0 +1,503 @@
+package orchestrate
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/orchestra-mcp/orchestra/registry"
+	"github.com/orchestra-mcp/orchestra/schemas"
+)
+
+// Tools is what the validator and executor need of a catalog.
+type Tools interface {
+	Lookup(name string) (registry.Tool, bool)
+	Names() []string
+}
+
+// Validation is the result of plan-time validation.
+type Validation struct {
+	// Errors are the problems that stop the plan from running.
+	Errors []*Issue `json:"errors"`
+	// Warnings are what could not be checked or looks wrong but may work.
+	Warnings []*Issue `json:"warnings"`
+}
+
+// OK reports whether the plan may run.
+func (v *Validation) OK() bool { return len(v.Errors) == 0 }
+
+type validator struct {
+	tools     Tools
+	lim       Limits
+	forbidden func(string) bool
+	bindings  map[string]any
+	plan      *Plan
+	byName    map[string]*Step
+	templates int
+	res       Validation
+}
+
+// validate checks p against every rule of plan-time validation and reports
+// all problems at once.
+func validate(p *Plan, tools Tools, lim Limits, bindings map[string]any, forbidden func(string) bool) *Validation {
+	v := &validator{tools: tools, lim: lim, forbidden: forbidden, bindings: bindings, plan: p, byName: map[string]*Step{}}
+	v.limits()
+	v.ids()
+	for _, s := range p.All() {
+		if s.IsGroup() {
+			continue
+		}
+		v.step(s)
+	}
+	if v.templates > lim.MaxTemplates {
+		v.errorf(nil, CodeTooLarge, "the plan has %d template references; the limit is %d. Reshape data with a json_query step instead of many references", v.templates, lim.MaxTemplates)
+	}
+	if v.res.Errors == nil {
+		v.res.Errors = []*Issue{}
+	}
+	if v.res.Warnings == nil {
+		v.res.Warnings = []*Issue{}
+	}
+	return &v.res
+}
+
+func (v *validator) issue(s *Step, code, format string, args ...any) *Issue {
+	is := &Issue{Code: code, Message: fmt.Sprintf(format, args...)}
+	if s != nil {
+		idx := s.index
+		is.Step, is.StepID, is.Path = &idx, s.ID, "plan."+strings.TrimPrefix(s.path, "plan.")
+	}
+	return is
+}
+
+func (v *validator) errorf(s *Step, code, format string, args ...any) *Issue {
+	is := v.issue(s, code, format, args...)
+	v.res.Errors = append(v.res.Errors, is)
+	return is
+}
+
+func (v *validator) warnf(s *Step, code, format string, args ...any) *Issue {
+	is := v.issue(s, code, format, args...)
+	v.res.Warnings = append(v.res.Warnings, is)
+	return is
+}
+
+func (v *validator) limits() {
+	leaves := len(v.plan.Leaves())
+	if leaves > v.lim.MaxSteps {
+		v.errorf(nil, CodeTooManySteps, "the plan has %d tool steps; the limit is %d. Split the work into several calls or drop steps", leaves, v.lim.MaxSteps)
+	}
+	for _, s := range v.plan.All() {
+		if s.IsGroup() && s.depth+1 > v.lim.MaxNesting {
+			v.errorf(s, CodeTooDeep, "parallel groups nest %d deep here; the limit is %d. Flatten the nested groups into one", s.depth+1, v.lim.MaxNesting)
+		}
+		if s.Retry != nil && s.Retry.MaxAttempts > v.lim.MaxAttempts {
+			v.errorf(s, CodeInvalidValue, "retry.max_attempts is %d; the limit is %d", s.Retry.MaxAttempts, v.lim.MaxAttempts)
+		}
+	}
+}
+
+func (v *validator) ids() {
+	owner := map[string]*Step{}
+	claim := func(s *Step, name, what string) {
+		if prev, ok := owner[name]; ok && prev != s {
+			v.errorf(s, CodeDuplicateID, "%s %q is already used by the step at %s; ids and result keys are unique across the plan", what, name, prev.path)
+			return
+		}
+		owner[name] = s
+		v.byName[name] = s
+	}
+	for _, s := range v.plan.All() {
+		if s.explicit {
+			claim(s, s.ID, "id")
+		}
+		if s.ResultKey != "" {
+			claim(s, s.ResultKey, "result_key")
+		}
+	}
+}
+
+// argRef is one template reference found in a step's arguments.
+type argRef struct {
+	path   []Seg // where in the arguments
+	ref    *Ref
+	whole  bool // the whole string is the reference
+	tmpl   string
+	argRaw string // the string the reference is in
+}
+
+func (v *validator) step(s *Step) {
+	tool, ok := v.tools.Lookup(s.Tool)
+	if !ok {
+		sugg := closest(s.Tool, v.tools.Names(), 3)
+		is := v.errorf(s, CodeUnknownTool, "unknown tool %q", s.Tool)
+		is.Path += ".tool"
+		is.Suggestions = sugg
+		if len(sugg) > 0 {
+			is.Message += fmt.Sprintf("; did you mean %q?", sugg[0])
+		} else {
+			is.Message += "; list the tools with tools/list or `orchestra tools`"
+		}
+	} else if v.forbidden != nil && v.forbidden(s.Tool) {
+		is := v.errorf(s, CodeForbiddenTool, "tool %q cannot be called from a plan (a plan may not start another orchestration on the same server)", s.Tool)
+		is.Path += ".tool"
+	}
+	if ok && tool.SchemaProblem != "" {
+		v.warnf(s, CodeSchemaProblem, "the schemas of %q could not be used (%s); its arguments are checked only by the tool", s.Tool, tool.SchemaProblem)
+	}
+
+	var refs []argRef
+	hasTemplates := false
+	var walk func(val any, path []Seg)
+	walk = func(val any, path []Seg) {
+		switch val := val.(type) {
+		case string:
+			if !mayBeTemplate(val) {
+				return
+			}
+			t, err := ParseTemplate(val)
+			if err != nil {
+				is := v.argIssue(s, path, CodeBadTemplate, "%v", err)
+				is.Template = val
+				hasTemplates = true
+				return
+			}
+			switch t.Kind {
+			case Literal:
+				if name, ok := looksLikeTemplate(val); ok && v.knownName(name) {
+					is := v.argIssue(s, path, CodeNotATemplate, "%q is passed as plain text; to reference a step's output write $%s.output.<field>", val, name)
+					v.res.Errors = v.res.Errors[:len(v.res.Errors)-1]
+					v.res.Warnings = append(v.res.Warnings, is)
+				}
+				return
+			case Whole:
+				refs = append(refs, argRef{path: path, ref: t.Ref, whole: true, tmpl: val, argRaw: val})
+			case Interpolated:
+				for _, r := range t.Refs() {
+					refs = append(refs, argRef{path: path, ref: r, tmpl: r.Text, argRaw: val})
+				}
+			}
+			hasTemplates = true
+		case map[string]any:
+			for _, k := range sortedKeys(val) {
+				walk(val[k], appendSeg(path, Seg{Key: k}))
+			}
+		case []any:
+			for i, e := range val {
+				walk(e, appendSeg(path, Seg{Index: i, IsIndex: true}))
+			}
+		}
+	}
+	walk(s.Arguments, nil)
+	v.templates += len(refs)
+
+	for _, r := range refs {
+		v.ref(s, tool, ok, r)
+	}
+	if !ok || tool.SchemaProblem != "" || tool.InputSchema == nil {
+		return
+	}
+	if !hasTemplates {
+		if err, checked := schemas.At(tool.InputSchema).Validate(s.Arguments); checked && err != nil {
+			v.argIssue(s, nil, CodeInvalidArguments, "arguments do not match the input schema of %q: %s", s.Tool, schemas.CleanError(err))
+		}
+		return
+	}
+	v.structure(s, schemas.At(tool.InputSchema), s.Arguments, nil)
+}
+
+func appendSeg(path []Seg, s Seg) []Seg {
+	out := make([]Seg, len(path), len(path)+1)
+	copy(out, path)
+	return append(out, s)
+}
+
+func (v *validator) knownName(name string) bool {
+	if name == "bindings" {
+		return true
+	}
+	if _, ok := v.byName[name]; ok {
+		return true
+	}
+	if n, err := strconv.Atoi(name); err == nil && n >= 0 && n < len(v.plan.Steps) {
+		return true
+	}
+	return false
+}
+
+func (v *validator) argIssue(s *Step, path []Seg, code, format string, args ...any) *Issue {
+	is := v.errorf(s, code, format, args...)
+	is.Path += ".arguments" + PathString(path)
+	if len(path) > 0 && !path[0].IsIndex {
+		is.Argument = path[0].Key
+	}
+	return is
+}
+
+// ref checks one template reference: its target, order, field and type.
+func (v *validator) ref(s *Step, tool registry.Tool, haveTool bool, r argRef) {
+	fail := func(code, format string, args ...any) *Issue {
+		is := v.argIssue(s, r.path, code, format, args...)
+		is.Template = r.tmpl
+		return is
+	}
+	var node schemas.Node
+	if r.ref.IsBinding() {
+		val, ok := v.bindings[r.ref.Binding]
+		if !ok {
+			is := fail(CodeUnknownBinding, "binding %q is not in the request's bindings; add it to \"bindings\" or fix the name", r.ref.Binding)
+			is.AvailableFields = sortedKeys(v.bindings)
+			is.Suggestions = closest(r.ref.Binding, is.AvailableFields, 3)
+			return
+		}
+		got, err := followPath(val, r.ref.Path)
+		if err != nil {
+			is := fail(CodeFieldNotFound, "in binding %q: %v", r.ref.Binding, err)
+			if pe, ok := err.(*PathError); ok {
+				is.AvailableFields = pe.Available
+			}
+			return
+		}
+		node = typedNode(schemas.ValueType(got))
+	} else {
+		target, code, msg := v.target(s, r.ref)
+		if target == nil {
+			is := fail(code, "%s", msg)
+			if code == CodeUnknownRef {
+				names := sortedKeys(v.byName)
+				is.Suggestions = closest(r.ref.Step, names, 3)
+			}
+			return
+		}
+		n, unchecked, werr := v.outputNode(target, r.ref.Path)
+		if werr != nil {
+			is := fail(CodeFieldNotFound, "%s: %s%s", r.ref.Canonical(), werr.Reason, availableHint(werr.Available))
+			is.AvailableFields = werr.Available
+			return
+		}
+		if unchecked != "" {
+			is := v.warnf(s, CodeUncheckedRef, "%s cannot be checked before the plan runs: %s; a missing field fails the step at run time", r.ref.Canonical(), unchecked)
+			is.Path += ".arguments" + PathString(r.path)
+			is.Template = r.tmpl
+			if len(r.path) > 0 && !r.path[0].IsIndex {
+				is.Argument = r.path[0].Key
+			}
+		}
+		node = n
+	}
+	if !haveTool || tool.InputSchema == nil || tool.SchemaProblem != "" {
+		return
+	}
+	want, err := schemas.Walk(tool.InputSchema, r.path)
+	if err != nil {
+		return // an argument the schema does not know: reported by the structure check
+	}
+	wantTypes := want.Types()
+	if !r.whole {
+		if !schemas.Compatible([]string{"string"}, wantTypes) {
+			fail(CodeTypeMismatch, "%q interpolates into a string, but %q expects %s; pass the value alone as %q to keep its type", r.argRaw, argName(r.path), typeList(wantTypes), r.ref.Canonical())
+		}
+		return
+	}
+	got := node.Types()
+	if !schemas.Compatible(got, wantTypes) {
+		fail(CodeTypeMismatch, "%s is %s, but %q of %q expects %s", r.ref.Canonical(), typeList(got), argName(r.path), s.Tool, typeList(wantTypes))
+	}
+}
+
+func availableHint(av []string) string {
+	if len(av) == 0 {
+		return ""
+	}
+	if len(av) > 12 {
+		av = append(av[:12:12], "...")
+	}
+	return "; available: " + strings.Join(av, ", ")
+}
+
+func argName(path []Seg) string {
+	p := strings.TrimPrefix(PathString(path), ".")
+	if p == "" {
+		return "arguments"
+	}
+	return p
+}
+
+func typeList(ts []string) string {
+	if len(ts) == 0 {
+		return "no type"
+	}
+	return strings.Join(ts, " or ")
+}
+
+func typedNode(t string) schemas.Node {
+	return schemas.At(&jsonschema.Schema{Type: t})
+}
+
+// target finds the step a reference names and checks that it ends before s
+// starts.
+func (v *validator) target(s *Step, r *Ref) (*Step, string, string) {
+	var t *Step
+	if idx, ok := r.StepIndex(); ok {
+		if idx >= len(v.plan.Steps) {
+			return nil, CodeUnknownRef, fmt.Sprintf("%s refers to step %d, but the plan has %d steps (indexes start at 0)", r.Text, idx, len(v.plan.Steps))
+		}
+		t = v.plan.Steps[idx]
+	} else {
+		var ok bool
+		if t, ok = v.byName[r.Step]; !ok {
+			return nil, CodeUnknownRef, fmt.Sprintf("%s refers to %q, which is no step id or result key in this plan", r.Text, r.Step)
+		}
+	}
+	for a := s; a != nil; a = a.parent {
+		if a == t {
+			return nil, CodeSelfRef, fmt.Sprintf("%s refers to the step itself (or the group it is in); a step can use only the outputs of steps that finished before it", r.Text)
+		}
+	}
+	switch {
+	case t.index > s.index:
+		return nil, CodeForwardRef, fmt.Sprintf("%s refers to step %s, which runs later (step %d comes after step %d); move the step after the one it needs", r.Text, t.ID, t.index, s.index)
+	case t.index == s.index:
+		return nil, CodeSiblingRef, fmt.Sprintf("%s refers to step %s in the same parallel group, which runs at the same time; move the step after the group", r.Text, t.ID)
+	}
+	return t, "", ""
+}
+
+// outputNode walks path into the output of step t. A non-empty unchecked
+// says why it could not be checked.
+func (v *validator) outputNode(t *Step, path []Seg) (schemas.Node, string, *schemas.WalkError) {
+	if !t.IsGroup() {
+		tool, ok := v.tools.Lookup(t.Tool)
+		if !ok {
+			return schemas.Node{Open: true}, "", nil // reported as unknown_tool
+		}
+		if tool.OutputSchema == nil || tool.SchemaProblem != "" {
+			if len(path) > 0 && !path[0].IsIndex && path[0].Key == "text" {
+				if len(path) == 1 {
+					return typedNode("string"), "", nil
+				}
+			}
+			return schemas.Node{Open: true}, fmt.Sprintf("tool %q declares no output schema", t.Tool), nil
+		}
+		n, err := schemas.Walk(tool.OutputSchema, path)
+		if err != nil {
+			we := err.(*schemas.WalkError)
+			return schemas.Node{}, "", we
+		}
+		return n, "", nil
+	}
+	switch t.Merge {
+	case MergeFirstSuccess:
+		var nodes []schemas.Node
+		why := ""
+		for _, c := range t.Parallel {
+			n, u, err := v.outputNode(c, path)
+			if err != nil {
+				err.Reason = fmt.Sprintf("in the output of child %s (any child of a first_success group may win): %s", c.ID, err.Reason)
+				return schemas.Node{}, "", err
+			}
+			if u != "" {
+				why = u
+			}
+			nodes = append(nodes, n)
+		}
+		return schemas.Union(nodes...), why, nil
+	default:
+		if len(path) == 0 {
+			return typedNode("object"), "", nil
+		}
+		var keys []string
+		for _, c := range t.Parallel {
+			keys = append(keys, c.key)
+			if !path[0].IsIndex && path[0].Key == c.key {
+				n, u, err := v.outputNode(c, path[1:])
+				if err != nil {
+					err.At++
+					return schemas.Node{}, "", err
+				}
+				if t.Merge == MergeAllSettled && len(path) == 1 {
+					n = schemas.Union(n, typedNode("null"))
+				}
+				return n, u, nil
+			}
+		}
+		return schemas.Node{}, "", &schemas.WalkError{Reason: fmt.Sprintf("group %s collects its children under their keys; %s is none of them", t.ID, PathString(path[:1])), Available: keys}
+	}
+}
+
+// structure checks templated arguments: required and unknown arguments, and
+// every literal part against its schema.
+func (v *validator) structure(s *Step, n schemas.Node, val any, path []Seg) {
+	if !containsTemplate(val) {
+		if err, ok := n.Validate(val); ok && err != nil {
+			v.argIssue(s, path, CodeInvalidArguments, "%s does not match the input schema of %q: %s", argName(path), s.Tool, schemas.CleanError(err))
+		}
+		return
+	}
+	switch val := val.(type) {
+	case map[string]any:
+		names, closed := n.Properties()
+		for _, req := range n.Required() {
+			if _, ok := val[req]; !ok {
+				v.argIssue(s, path, CodeInvalidArguments, "%q requires argument %q", s.Tool, strings.TrimPrefix(PathString(appendSeg(path, Seg{Key: req})), "."))
+			}
+		}
+		for _, k := range sortedKeys(val) {
+			child := appendSeg(path, Seg{Key: k})
+			if closed && !contains(names, k) {
+				is := v.argIssue(s, child, CodeInvalidArguments, "%q takes no argument %q", s.Tool, argName(child))
+				is.AvailableFields = names
+				is.Suggestions = closest(k, names, 3)
+				continue
+			}
+			cn, err := n.Walk([]Seg{{Key: k}})
+			if err != nil {
+				continue
+			}
+			v.structure(s, cn, val[k], child)
+		}
+	case []any:
+		for i, e := range val {
+			cn, err := n.Walk([]Seg{{Index: i, IsIndex: true}})
+			if err != nil {
+				continue
+			}
+			v.structure(s, cn, e, appendSeg(path, Seg{Index: i, IsIndex: true}))
+		}
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// containsTemplate reports whether any string in v is a template.
+func containsTemplate(v any) bool {
+	switch v := v.(type) {
+	case string:
+		if !mayBeTemplate(v) {
+			return false
+		}
+		t, err := ParseTemplate(v)
+		return err != nil || t.Kind != Literal
+	case map[string]any:
+		for _, e := range v {
+			if containsTemplate(e) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range v {
+			if containsTemplate(e) {
+				return true
+			}
+		}
+	}
+	return false
+}

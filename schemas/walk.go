@@ -1,0 +1,566 @@
+package schemas
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/google/jsonschema-go/jsonschema"
+)
+
+// Seg is one step of a path: a key or an index.
+type Seg struct {
+	Key     string
+	Index   int
+	IsIndex bool
+}
+
+// located is a schema together with the root its $refs resolve against.
+type located struct {
+	s    *jsonschema.Schema
+	root *jsonschema.Schema
+}
+
+// Node is where a walk arrived: the schemas the value there must satisfy
+// (any of them, when a union was crossed). A Node with no schemas is open:
+// nothing is known about the value.
+type Node struct {
+	cands []located
+	// Open reports that the walk passed through a schema that allows
+	// anything at this point, so nothing can be checked.
+	Open bool
+}
+
+// At returns the node of root itself.
+func At(root *jsonschema.Schema) Node {
+	if root == nil {
+		return Node{Open: true}
+	}
+	return Node{cands: []located{{root, root}}}
+}
+
+// Schemas returns the schemas of the node.
+func (n Node) Schemas() []*jsonschema.Schema {
+	out := make([]*jsonschema.Schema, 0, len(n.cands))
+	for _, c := range n.cands {
+		out = append(out, c.s)
+	}
+	return out
+}
+
+// WalkError says why a walk failed.
+type WalkError struct {
+	// At is the index of the segment that failed.
+	At int
+	// Reason says what is wrong.
+	Reason string
+	// Available lists the fields that exist where a field was missing.
+	Available []string
+}
+
+func (e *WalkError) Error() string { return e.Reason }
+
+// Walk follows path from root.
+func Walk(root *jsonschema.Schema, path []Seg) (Node, error) {
+	return At(root).Walk(path)
+}
+
+// Walk follows path from n.
+func (n Node) Walk(path []Seg) (Node, error) {
+	for i, seg := range path {
+		next, err := n.step(seg)
+		if err != nil {
+			err.At = i
+			return Node{}, err
+		}
+		n = next
+		if n.Open {
+			return n, nil
+		}
+	}
+	return n, nil
+}
+
+// Union returns a node whose value satisfies any of nodes.
+func Union(nodes ...Node) Node {
+	var out Node
+	for _, n := range nodes {
+		if n.Open {
+			return Node{Open: true}
+		}
+		out.cands = append(out.cands, n.cands...)
+	}
+	return out
+}
+
+// flatten resolves $ref and expands allOf/anyOf/oneOf, so that every
+// schema a value at this point may be checked against is listed.
+func (n Node) flatten() []located {
+	var out []located
+	seen := map[*jsonschema.Schema]bool{}
+	var add func(c located, depth int)
+	add = func(c located, depth int) {
+		if c.s == nil || seen[c.s] || depth > 32 {
+			return
+		}
+		seen[c.s] = true
+		out = append(out, c)
+		if c.s.Ref != "" {
+			if t := deref(c.root, c.s.Ref); t != nil {
+				add(located{t, c.root}, depth+1)
+			}
+		}
+		for _, group := range [][]*jsonschema.Schema{c.s.AllOf, c.s.AnyOf, c.s.OneOf} {
+			for _, b := range group {
+				add(located{b, c.root}, depth+1)
+			}
+		}
+	}
+	for _, c := range n.cands {
+		add(c, 0)
+	}
+	return out
+}
+
+// isComposite reports whether s only combines or points at other schemas.
+func isComposite(s *jsonschema.Schema) bool {
+	return s.Ref != "" || len(s.AllOf) > 0 || len(s.AnyOf) > 0 || len(s.OneOf) > 0
+}
+
+// structural reports whether s constrains what a value at this point is,
+// beyond annotations.
+func structural(s *jsonschema.Schema) bool {
+	return s.Type != "" || len(s.Types) > 0 || s.Properties != nil || s.PatternProperties != nil ||
+		s.AdditionalProperties != nil || s.Items != nil || s.ItemsArray != nil || s.PrefixItems != nil ||
+		s.Enum != nil || s.Const != nil || isComposite(s) || s.Not != nil
+}
+
+func (n Node) step(seg Seg) (Node, *WalkError) {
+	if n.Open {
+		return n, nil
+	}
+	flat := n.flatten()
+	var next Node
+	found, open := false, false
+	var available []string
+	var kinds []string
+	for _, c := range flat {
+		s := c.s
+		if !structural(s) || isFalse(s) {
+			if !structural(s) && !isComposite(s) && len(flat) == 1 {
+				open = true
+			}
+			continue
+		}
+		if isComposite(s) && !hasOwnShape(s) {
+			continue
+		}
+		types := ownTypes(s)
+		if seg.IsIndex {
+			if types != nil && !slices.Contains(types, "array") {
+				kinds = append(kinds, strings.Join(types, " or "))
+				continue
+			}
+			switch {
+			case seg.Index < len(s.PrefixItems):
+				next.cands = append(next.cands, located{s.PrefixItems[seg.Index], c.root})
+				found = true
+			case seg.Index < len(s.ItemsArray):
+				next.cands = append(next.cands, located{s.ItemsArray[seg.Index], c.root})
+				found = true
+			case s.Items != nil && s.PrefixItems == nil:
+				next.cands = append(next.cands, located{s.Items, c.root})
+				found = true
+			case s.ItemsArray != nil && s.AdditionalItems != nil:
+				next.cands = append(next.cands, located{s.AdditionalItems, c.root})
+				found = true
+			case s.PrefixItems != nil && s.Items != nil:
+				next.cands = append(next.cands, located{s.Items, c.root})
+				found = true
+			case s.ItemsArray == nil && s.PrefixItems == nil:
+				open = true
+			default:
+				kinds = append(kinds, fmt.Sprintf("an array of %d items", max(len(s.PrefixItems), len(s.ItemsArray))))
+			}
+			continue
+		}
+		if types != nil && !slices.Contains(types, "object") {
+			kinds = append(kinds, strings.Join(types, " or "))
+			continue
+		}
+		if p, ok := s.Properties[seg.Key]; ok {
+			next.cands = append(next.cands, located{p, c.root})
+			found = true
+			continue
+		}
+		matched := false
+		for pat, p := range s.PatternProperties {
+			if re, err := compilePattern(pat); err == nil && re.MatchString(seg.Key) {
+				next.cands = append(next.cands, located{p, c.root})
+				found, matched = true, true
+			}
+		}
+		if matched {
+			continue
+		}
+		for k := range s.Properties {
+			available = append(available, k)
+		}
+		switch ap := s.AdditionalProperties; {
+		case ap == nil && s.Properties == nil && s.PatternProperties == nil:
+			open = true
+		case ap != nil && !isFalse(ap) && structural(ap):
+			next.cands = append(next.cands, located{ap, c.root})
+			found = true
+		case ap != nil && !isFalse(ap):
+			open = true
+		}
+	}
+	if found {
+		return next, nil
+	}
+	if open {
+		return Node{Open: true}, nil
+	}
+	slices.Sort(available)
+	available = slices.Compact(available)
+	if seg.IsIndex {
+		what := "not an array"
+		if len(kinds) > 0 {
+			what = "of type " + strings.Join(slices.Compact(kinds), ", ")
+		}
+		return Node{}, &WalkError{Reason: fmt.Sprintf("cannot index with [%d]: the value is %s", seg.Index, what)}
+	}
+	if len(kinds) > 0 && len(available) == 0 {
+		return Node{}, &WalkError{Reason: fmt.Sprintf("cannot read field %q: the value is of type %s, not an object", seg.Key, strings.Join(slices.Compact(kinds), ", "))}
+	}
+	return Node{}, &WalkError{Reason: fmt.Sprintf("field %q does not exist", seg.Key), Available: available}
+}
+
+// hasOwnShape reports whether a composite schema also declares a shape of
+// its own next to its allOf/anyOf/oneOf/$ref.
+func hasOwnShape(s *jsonschema.Schema) bool {
+	return s.Properties != nil || s.PatternProperties != nil || s.AdditionalProperties != nil ||
+		s.Items != nil || s.ItemsArray != nil || s.PrefixItems != nil
+}
+
+func isFalse(s *jsonschema.Schema) bool {
+	return s != nil && s.Not != nil && !structural(s.Not) && !isComposite(s.Not) && s.Type == "" && s.Types == nil && s.Properties == nil
+}
+
+// ownTypes returns the types s declares itself, or nil.
+func ownTypes(s *jsonschema.Schema) []string {
+	switch {
+	case s.Type != "":
+		return []string{s.Type}
+	case len(s.Types) > 0:
+		return s.Types
+	case s.Const != nil:
+		return []string{valueType(*s.Const)}
+	case s.Enum != nil:
+		var ts []string
+		for _, v := range s.Enum {
+			ts = append(ts, valueType(v))
+		}
+		slices.Sort(ts)
+		return slices.Compact(ts)
+	}
+	return nil
+}
+
+// Types returns the JSON types ("string", "number", "integer", "boolean",
+// "object", "array", "null") a value at n may have, sorted, or nil when any
+// type may do.
+func (n Node) Types() []string {
+	if n.Open || len(n.cands) == 0 {
+		return nil
+	}
+	var union []string
+	for _, c := range n.cands {
+		ts := typesOf(c, 0)
+		if ts == nil {
+			return nil
+		}
+		union = append(union, ts...)
+	}
+	slices.Sort(union)
+	return slices.Compact(union)
+}
+
+// typesOf works out the types of one schema: its own, narrowed by allOf and
+// $ref, widened by anyOf/oneOf.
+func typesOf(c located, depth int) []string {
+	s := c.s
+	if s == nil || depth > 32 {
+		return nil
+	}
+	ts := ownTypes(s)
+	narrow := func(other []string) {
+		if other == nil {
+			return
+		}
+		if ts == nil {
+			ts = other
+			return
+		}
+		ts = intersect(ts, other)
+	}
+	if s.Ref != "" {
+		if t := deref(c.root, s.Ref); t != nil {
+			narrow(typesOf(located{t, c.root}, depth+1))
+		}
+	}
+	for _, b := range s.AllOf {
+		narrow(typesOf(located{b, c.root}, depth+1))
+	}
+	for _, group := range [][]*jsonschema.Schema{s.AnyOf, s.OneOf} {
+		if len(group) == 0 {
+			continue
+		}
+		var u []string
+		anyType := false
+		for _, b := range group {
+			bt := typesOf(located{b, c.root}, depth+1)
+			if bt == nil {
+				anyType = true
+				break
+			}
+			u = append(u, bt...)
+		}
+		if !anyType {
+			slices.Sort(u)
+			narrow(slices.Compact(u))
+		}
+	}
+	if ts != nil {
+		slices.Sort(ts)
+		ts = slices.Compact(ts)
+	}
+	return ts
+}
+
+func intersect(a, b []string) []string {
+	var out []string
+	for _, x := range a {
+		switch {
+		case slices.Contains(b, x):
+			out = append(out, x)
+		case x == "number" && slices.Contains(b, "integer"):
+			out = append(out, "integer")
+		case x == "integer" && slices.Contains(b, "number"):
+			out = append(out, "integer")
+		}
+	}
+	if out == nil {
+		out = []string{}
+	}
+	return out
+}
+
+// Compatible reports whether a value of one of the types from may be used
+// where one of the types to is expected. nil means any type. integer and
+// number are interchangeable: whether a number is whole is known only at
+// run time.
+func Compatible(from, to []string) bool {
+	if from == nil || to == nil {
+		return true
+	}
+	for _, f := range from {
+		for _, t := range to {
+			if f == t || isNumeric(f) && isNumeric(t) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func isNumeric(t string) bool { return t == "number" || t == "integer" }
+
+// ValueType returns the JSON type of a decoded JSON value.
+func ValueType(v any) string { return valueType(v) }
+
+func valueType(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "boolean"
+	case float64:
+		if v == float64(int64(v)) {
+			return "integer"
+		}
+		return "number"
+	case float32, json.Number:
+		return "number"
+	case int, int32, int64, uint, uint32, uint64:
+		return "integer"
+	case string:
+		return "string"
+	case []any:
+		return "array"
+	case map[string]any:
+		return "object"
+	}
+	return ""
+}
+
+// deref resolves ref within root: "#", "#/$defs/x", "#/definitions/x" or
+// any JSON pointer into root. It returns nil when it cannot.
+func deref(root *jsonschema.Schema, ref string) *jsonschema.Schema {
+	if root == nil || !strings.HasPrefix(ref, "#") {
+		return nil
+	}
+	ptr := ref[1:]
+	if ptr == "" {
+		return root
+	}
+	segs := strings.Split(strings.TrimPrefix(ptr, "/"), "/")
+	for i, s := range segs {
+		s = strings.ReplaceAll(s, "~1", "/")
+		segs[i] = strings.ReplaceAll(s, "~0", "~")
+	}
+	if len(segs) == 2 {
+		switch segs[0] {
+		case "$defs":
+			return root.Defs[segs[1]]
+		case "definitions":
+			if s := root.Definitions[segs[1]]; s != nil {
+				return s
+			}
+			return root.Defs[segs[1]]
+		}
+	}
+	return derefGeneric(root, segs)
+}
+
+// derefGeneric follows a JSON pointer through the JSON form of root.
+func derefGeneric(root *jsonschema.Schema, segs []string) *jsonschema.Schema {
+	data, err := json.Marshal(root)
+	if err != nil {
+		return nil
+	}
+	var v any
+	if json.Unmarshal(data, &v) != nil {
+		return nil
+	}
+	for _, s := range segs {
+		switch x := v.(type) {
+		case map[string]any:
+			v = x[s]
+		case []any:
+			i, err := strconv.Atoi(s)
+			if err != nil || i < 0 || i >= len(x) {
+				return nil
+			}
+			v = x[i]
+		default:
+			return nil
+		}
+	}
+	if v == nil {
+		return nil
+	}
+	data, err = json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	var out jsonschema.Schema
+	if json.Unmarshal(data, &out) != nil {
+		return nil
+	}
+	return &out
+}
+
+var patterns sync.Map // string -> *regexp.Regexp or error
+
+func compilePattern(p string) (*regexp.Regexp, error) {
+	if v, ok := patterns.Load(p); ok {
+		if re, ok := v.(*regexp.Regexp); ok {
+			return re, nil
+		}
+		return nil, v.(error)
+	}
+	re, err := regexp.Compile(p)
+	if err != nil {
+		patterns.Store(p, err)
+		return nil, err
+	}
+	patterns.Store(p, re)
+	return re, nil
+}
+
+// Required returns the property names the object schemas at n require,
+// collected from the schemas themselves, their $refs and allOf branches
+// (what every valid value must have).
+func (n Node) Required() []string {
+	var req []string
+	var visit func(c located, depth int)
+	visit = func(c located, depth int) {
+		if c.s == nil || depth > 32 {
+			return
+		}
+		req = append(req, c.s.Required...)
+		if c.s.Ref != "" {
+			if t := deref(c.root, c.s.Ref); t != nil {
+				visit(located{t, c.root}, depth+1)
+			}
+		}
+		for _, b := range c.s.AllOf {
+			visit(located{b, c.root}, depth+1)
+		}
+	}
+	if len(n.cands) == 1 {
+		visit(n.cands[0], 0)
+	}
+	slices.Sort(req)
+	return slices.Compact(req)
+}
+
+// Properties returns the property names declared at n, and whether the
+// object is closed (no other property may appear).
+func (n Node) Properties() (names []string, closed bool) {
+	if n.Open || len(n.cands) == 0 {
+		return nil, false
+	}
+	closed, shaped := true, false
+	for _, c := range n.flatten() {
+		for k := range c.s.Properties {
+			names = append(names, k)
+		}
+		if isComposite(c.s) && !hasOwnShape(c.s) {
+			continue
+		}
+		shaped = true
+		if c.s.AdditionalProperties == nil || !isFalse(c.s.AdditionalProperties) || c.s.PatternProperties != nil {
+			closed = false
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names), closed && shaped
+}
+
+// Sub returns a standalone schema for the single schema at n, carrying the
+// root's $defs and definitions so that its $refs still resolve. It returns
+// nil when n is open or a union.
+func (n Node) Sub() *jsonschema.Schema {
+	if len(n.cands) != 1 {
+		return nil
+	}
+	c := n.cands[0]
+	if c.s == c.root {
+		return c.s
+	}
+	cp := *c.s
+	if cp.Defs == nil {
+		cp.Defs = c.root.Defs
+	}
+	if cp.Definitions == nil {
+		cp.Definitions = c.root.Definitions
+	}
+	return &cp
+}
