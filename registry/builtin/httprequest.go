@@ -11,10 +11,12 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -52,8 +54,15 @@ var httpMethods = []string{"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"}
 // refuses to connect to non-public addresses, checked on the address
 // actually dialed.
 func HTTPRequest(cfg HTTPConfig) registry.Tool {
+	return httpRequestTool(cfg, nil)
+}
+
+// httpRequestTool builds http_request. exempt, when not nil, lets the dial
+// guard pass the addresses it reports true for (tests use it to stand a
+// loopback server in for a public one).
+func httpRequestTool(cfg HTTPConfig, exempt func(netip.AddrPort) bool) registry.Tool {
 	cfg = cfg.withDefaults()
-	h := newHTTPTool(cfg)
+	h := newHTTPTool(cfg, exempt)
 	in := schemaFor[httpInput]()
 	in.Properties["method"].Enum = []any{"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"}
 	in.Properties["method"].Default = json.RawMessage(`"GET"`)
@@ -92,11 +101,18 @@ type httpTool struct {
 	timeout time.Duration
 }
 
-func newHTTPTool(cfg HTTPConfig) *httpTool {
+func newHTTPTool(cfg HTTPConfig, exempt func(netip.AddrPort) bool) *httpTool {
 	h := &httpTool{cfg: cfg, hosts: newHostMatcher(cfg.AllowedHosts), timeout: cfg.Timeout.D()}
 	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
 	if !cfg.AllowPrivateNetworks {
-		dialer.ControlContext = guardDial
+		dialer.ControlContext = func(ctx context.Context, network, address string, c syscall.RawConn) error {
+			if exempt != nil {
+				if ap, err := netip.ParseAddrPort(address); err == nil && exempt(ap) {
+					return nil
+				}
+			}
+			return guardDial(ctx, network, address, c)
+		}
 	}
 	transport := &http.Transport{
 		// No proxy: a proxy would be the address dialed, and the guard
