@@ -1,0 +1,124 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/orchestra-mcp/orchestra/registry"
+	"github.com/orchestra-mcp/orchestra/toolcontext"
+)
+
+// progressGrace is how long progress reports of a call are still relayed
+// after the call returned.
+const progressGrace = time.Second
+
+// caller returns the Call of the catalog tool name, which is the tool
+// called tool on the server. out, when not nil, is the resolved output
+// schema that structured results must match.
+func (s *server) caller(name, tool string, out *jsonschema.Resolved) registry.CallFunc {
+	return func(ctx context.Context, req *registry.CallRequest) (*registry.Result, error) {
+		c, why := s.current()
+		if c == nil {
+			return nil, registry.Transient(fmt.Errorf("calling %s: %w: %v", name, registry.ErrServerUnavailable, why))
+		}
+		if _, ok := ctx.Deadline(); !ok && s.cfg.Timeout > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, s.cfg.Timeout.std())
+			defer cancel()
+		}
+
+		meta := mcp.Meta{toolcontext.MetaDepth: toolcontext.Depth(ctx)}
+		if tp, ok := toolcontext.TraceparentFrom(ctx); ok {
+			meta[toolcontext.MetaTraceparent] = tp
+		}
+		params := &mcp.CallToolParams{Meta: meta, Name: tool, Arguments: req.Arguments}
+		if req.Progress != nil {
+			tok := s.m.newProgressToken()
+			s.m.progress.Store(tok, req.Progress)
+			// Notifications are handled in order but apart from responses,
+			// so reports sent just before the result may be handled just
+			// after it: keep routing them for a moment.
+			defer func() {
+				time.AfterFunc(progressGrace, func() { s.m.progress.Delete(tok) })
+			}()
+			params.SetProgressToken(tok)
+		}
+
+		res, err := c.session.CallTool(ctx, params)
+		if err != nil {
+			return nil, s.callError(ctx, c, name, err)
+		}
+		if limit := s.m.opts.MaxResponseBytes; limit > 0 {
+			if n := jsonSize(res); n > limit {
+				return nil, fmt.Errorf("calling %s: the result is %d bytes as JSON, more than the limit of %d bytes", name, n, limit)
+			}
+		}
+		if out != nil && !res.IsError && res.StructuredContent != nil {
+			if err := out.Validate(res.StructuredContent); err != nil {
+				return nil, fmt.Errorf("calling %s: the server returned structuredContent that does not match the tool's outputSchema: %w", name, err)
+			}
+		}
+		return &registry.Result{Structured: res.StructuredContent, Content: res.Content, IsError: res.IsError}, nil
+	}
+}
+
+// callError classifies a failed call: the caller's cancellation or
+// deadline; a lost server (the connection is marked lost, so the server is
+// restarted, and the error wraps ErrServerUnavailable and is transient); or
+// a protocol error from a live server.
+func (s *server) callError(ctx context.Context, c *connection, name string, err error) error {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return fmt.Errorf("calling %s: %w", name, ctxErr)
+	}
+	var wire *jsonrpc.Error
+	if errors.As(err, &wire) {
+		return fmt.Errorf("calling %s: %w", name, err)
+	}
+	if connectionLost(err) {
+		c.markLost(fmt.Errorf("call of %s failed: %w", name, err))
+		return registry.Transient(fmt.Errorf("calling %s: %w: %w", name, registry.ErrServerUnavailable, err))
+	}
+	return fmt.Errorf("calling %s: %w", name, err)
+}
+
+// connectionLost reports whether err means the server cannot be reached.
+func connectionLost(err error) bool {
+	var (
+		urlErr *url.Error
+		netErr *net.OpError
+	)
+	return errors.Is(err, mcp.ErrConnectionClosed) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, os.ErrClosed) ||
+		errors.As(err, &urlErr) || errors.As(err, &netErr)
+}
+
+func (d Duration) std() time.Duration { return time.Duration(d) }
+
+// jsonSize is the length of v encoded as JSON, counted without holding
+// the encoding in memory.
+func jsonSize(v any) int64 {
+	var n countWriter
+	if err := json.NewEncoder(&n).Encode(v); err != nil {
+		return 0
+	}
+	return int64(n) - 1 // the encoder's newline
+}
+
+type countWriter int64
+
+func (w *countWriter) Write(p []byte) (int, error) {
+	*w += countWriter(len(p))
+	return len(p), nil
+}

@@ -1,0 +1,187 @@
+package mcpserver
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ServerConfig is one entry of the mcpServers block of the configuration
+// file. It has the shape of Claude Desktop's entries, so users can paste
+// theirs, plus orchestra's own keys.
+//
+// A stdio server sets Command (and optionally Args, Env, Cwd); a Streamable
+// HTTP server sets URL (and optionally Headers). Exactly one of the two.
+type ServerConfig struct {
+	// Command is the executable of a stdio server, looked up in PATH.
+	Command string `json:"command,omitempty" yaml:"command,omitempty"`
+	// Args are the command's arguments.
+	Args []string `json:"args,omitempty" yaml:"args,omitempty"`
+	// Env is added to orchestra's own environment for the command,
+	// overriding variables of the same name.
+	Env map[string]string `json:"env,omitempty" yaml:"env,omitempty"`
+	// Cwd is the command's working directory; empty means orchestra's.
+	Cwd string `json:"cwd,omitempty" yaml:"cwd,omitempty"`
+
+	// URL is the endpoint of a Streamable HTTP server.
+	URL string `json:"url,omitempty" yaml:"url,omitempty"`
+	// Headers are sent with every HTTP request, e.g. Authorization.
+	// Their values are never logged.
+	Headers map[string]string `json:"headers,omitempty" yaml:"headers,omitempty"`
+
+	// Tools, when not empty, lists the only downstream tools (by their
+	// names on the server) that are loaded.
+	Tools []string `json:"tools,omitempty" yaml:"tools,omitempty"`
+	// ExcludeTools lists downstream tools (by their names on the server)
+	// that are not loaded.
+	ExcludeTools []string `json:"exclude_tools,omitempty" yaml:"exclude_tools,omitempty"`
+	// Expose says whether the server's tools are also listed directly to
+	// orchestra's own clients, besides being callable from plans. Nil
+	// means true.
+	Expose *bool `json:"expose,omitempty" yaml:"expose,omitempty"`
+	// Timeout bounds connecting to the server and is the default deadline
+	// of a call that has none. Zero means the manager's defaults.
+	Timeout Duration `json:"timeout,omitempty" yaml:"timeout,omitempty"`
+	// Disabled servers are not started.
+	Disabled bool `json:"disabled,omitempty" yaml:"disabled,omitempty"`
+}
+
+// ServerNamePattern is what a server name must match. Catalog names are
+// <server>__<tool>, so a server name may not itself contain "__", and it
+// leaves room for a tool name within the catalog's 64 characters.
+var ServerNamePattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
+
+// Validate reports what is wrong with the configuration of the server
+// called name, naming every problem at once. A nil error means the server
+// can be started.
+func (c ServerConfig) Validate(name string) error {
+	var problems []string
+	add := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+
+	switch {
+	case name == "":
+		add("the server name is empty")
+	case !ServerNamePattern.MatchString(name):
+		add("server name %q must be 1 to 32 letters, digits, '_' or '-'", name)
+	case strings.Contains(name, "__"):
+		add("server name %q must not contain \"__\": it separates the server from the tool in catalog names", name)
+	}
+	switch {
+	case c.Command == "" && c.URL == "":
+		add(`set "command" (a stdio server) or "url" (a Streamable HTTP server)`)
+	case c.Command != "" && c.URL != "":
+		add(`set only one of "command" and "url"`)
+	case c.URL != "":
+		u, err := url.Parse(c.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			add("url %q must be an absolute http or https URL", c.URL)
+		}
+		if len(c.Args) > 0 || len(c.Env) > 0 || c.Cwd != "" {
+			add(`"args", "env" and "cwd" apply to stdio servers only; this server has a "url"`)
+		}
+	case c.Command != "":
+		if len(c.Headers) > 0 {
+			add(`"headers" apply to HTTP servers only; this server has a "command"`)
+		}
+	}
+	if c.Timeout < 0 {
+		add("timeout must not be negative")
+	}
+	if len(c.Tools) > 0 && len(c.ExcludeTools) > 0 {
+		for _, t := range c.ExcludeTools {
+			for _, in := range c.Tools {
+				if t == in {
+					add("tool %q is both included and excluded", t)
+				}
+			}
+		}
+	}
+	if len(problems) > 0 {
+		if name == "" {
+			name = "(unnamed)"
+		}
+		return fmt.Errorf("server %s: %s", name, strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// exposed reports whether Expose is unset or true.
+func (c ServerConfig) exposed() bool { return c.Expose == nil || *c.Expose }
+
+// transport names the kind of server: "stdio" or "http".
+func (c ServerConfig) transport() string {
+	if c.URL != "" {
+		return "http"
+	}
+	return "stdio"
+}
+
+// wants reports whether the downstream tool called tool passes the
+// include and exclude lists.
+func (c ServerConfig) wants(tool string) bool {
+	for _, t := range c.ExcludeTools {
+		if t == tool {
+			return false
+		}
+	}
+	if len(c.Tools) == 0 {
+		return true
+	}
+	for _, t := range c.Tools {
+		if t == tool {
+			return true
+		}
+	}
+	return false
+}
+
+// Duration is a time.Duration that reads from JSON and YAML either as a Go
+// duration string ("30s", "1m30s") or as a number of milliseconds (30000),
+// and writes as a duration string.
+type Duration time.Duration
+
+// MarshalText writes d as a duration string such as "30s".
+func (d Duration) MarshalText() ([]byte, error) {
+	return []byte(time.Duration(d).String()), nil
+}
+
+// UnmarshalText reads a duration string or a number of milliseconds.
+// YAML decoders use it for scalars.
+func (d *Duration) UnmarshalText(b []byte) error {
+	s := strings.TrimSpace(string(b))
+	if s == "" {
+		*d = 0
+		return nil
+	}
+	if ms, err := strconv.ParseFloat(s, 64); err == nil {
+		if ms < 0 {
+			return errors.New("timeout must not be negative")
+		}
+		*d = Duration(time.Duration(ms * float64(time.Millisecond)))
+		return nil
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf(`timeout %q: want a duration such as "30s" or a number of milliseconds`, s)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// UnmarshalJSON reads a JSON string or number (milliseconds).
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		return d.UnmarshalText([]byte(s))
+	}
+	var n json.Number
+	if err := json.Unmarshal(b, &n); err != nil {
+		return fmt.Errorf(`timeout %s: want a duration such as "30s" or a number of milliseconds`, b)
+	}
+	return d.UnmarshalText([]byte(n))
+}
