@@ -1,0 +1,270 @@
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/param"
+	"github.com/openai/openai-go/v3/shared"
+)
+
+// openAIModel calls an OpenAI-compatible Chat Completions endpoint.
+type openAIModel struct {
+	cfg    Config
+	keyEnv string
+	hasKey bool
+	svc    openai.ChatCompletionService
+	log    *slog.Logger
+}
+
+// NewOpenAI returns a model served by an OpenAI-compatible Chat Completions
+// endpoint: OpenAI itself, or, with cfg.BaseURL, Ollama, vLLM, llama.cpp,
+// LM Studio, OpenRouter and the like.
+//
+// The key is read from the environment variable cfg.APIKeyEnv (default
+// OPENAI_API_KEY); a missing key is an error unless cfg.BaseURL is set.
+// No other environment variable is consulted, so a key meant for one
+// endpoint is never sent to another.
+//
+// When cfg.BaseURL is empty the answer length is sent as
+// max_completion_tokens, which current OpenAI models require; otherwise as
+// max_tokens, which compatible servers understand.
+func NewOpenAI(cfg Config, opts Options) (Model, error) {
+	const provider = ProviderOpenAI
+	if cfg.Model == "" {
+		return nil, &Error{Provider: provider, Op: "configuring", Kind: ErrBadRequest,
+			Err: errors.New("no model: set planner.model (for example \"gpt-4o-mini\", or the name of a model your server serves)")}
+	}
+	env := cfg.keyEnv(DefaultOpenAIKeyEnv)
+	key := opts.getenv(env)
+	if key == "" && cfg.BaseURL == "" {
+		return nil, &Error{Provider: provider, Op: "configuring", Kind: ErrAuth,
+			Err: fmt.Errorf("no API key: set the environment variable %s (or name another one in planner.api_key_env), or set planner.base_url to a local server that needs none", env)}
+	}
+	hc := opts.HTTPClient
+	if hc == nil {
+		hc = &http.Client{}
+	}
+	ro := []option.RequestOption{
+		option.WithHTTPClient(hc),
+		option.WithMaxRetries(cfg.maxRetries()),
+	}
+	if cfg.BaseURL != "" {
+		ro = append(ro, option.WithBaseURL(cfg.BaseURL))
+	} else {
+		ro = append(ro, option.WithEnvironmentProduction())
+	}
+	if key != "" {
+		ro = append(ro, option.WithAPIKey(key))
+	}
+	for k, v := range cfg.Headers {
+		ro = append(ro, option.WithHeader(k, v))
+	}
+	return &openAIModel{
+		cfg:    cfg,
+		keyEnv: env,
+		hasKey: key != "",
+		svc:    openai.NewChatCompletionService(ro...),
+		log:    opts.logger(),
+	}, nil
+}
+
+// Name implements [Model].
+func (m *openAIModel) Name() string { return ProviderOpenAI + ":" + m.cfg.Model }
+
+// Generate implements [Model].
+func (m *openAIModel) Generate(ctx context.Context, req *Request) (*Response, error) {
+	op := "chat completion with " + m.cfg.Model
+	if err := req.validate(); err != nil {
+		return nil, withOp(err, ProviderOpenAI, op)
+	}
+	params, err := m.params(req)
+	if err != nil {
+		return nil, &Error{Provider: ProviderOpenAI, Op: op, Kind: ErrBadRequest, Err: err}
+	}
+	tctx, cancel := context.WithTimeout(ctx, m.cfg.timeout())
+	defer cancel()
+	start := time.Now()
+	cc, err := m.svc.New(tctx, params)
+	if err != nil {
+		e := m.wrap(ctx, op, err)
+		m.log.DebugContext(ctx, "model call failed", "model", m.Name(), "duration", time.Since(start), "error", e)
+		return nil, e
+	}
+	resp, err := openAIResponse(cc)
+	if err != nil {
+		return nil, &Error{Provider: ProviderOpenAI, Op: op, Kind: ErrBadResponse, Err: err}
+	}
+	m.log.DebugContext(ctx, "model call", "model", m.Name(), "duration", time.Since(start),
+		"input_tokens", resp.Usage.InputTokens, "output_tokens", resp.Usage.OutputTokens,
+		"tool_calls", len(resp.ToolCalls), "stop_reason", resp.StopReason)
+	return resp, nil
+}
+
+func (m *openAIModel) params(req *Request) (openai.ChatCompletionNewParams, error) {
+	p := openai.ChatCompletionNewParams{Model: shared.ChatModel(m.cfg.Model)}
+	if req.System != "" {
+		p.Messages = append(p.Messages, openai.SystemMessage(req.System))
+	}
+	for i, msg := range req.Messages {
+		switch msg.Role {
+		case RoleSystem:
+			p.Messages = append(p.Messages, openai.SystemMessage(msg.Content))
+		case RoleUser:
+			p.Messages = append(p.Messages, openai.UserMessage(msg.Content))
+		case RoleAssistant:
+			a := openai.ChatCompletionAssistantMessageParam{}
+			if msg.Content != "" {
+				a.Content.OfString = param.NewOpt(msg.Content)
+			}
+			for _, tc := range msg.ToolCalls {
+				a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
+					OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
+						ID: tc.ID,
+						Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{
+							Name:      tc.Name,
+							Arguments: string(argsOrEmpty(tc.Arguments)),
+						},
+					},
+				})
+			}
+			p.Messages = append(p.Messages, openai.ChatCompletionMessageParamUnion{OfAssistant: &a})
+		case RoleTool:
+			p.Messages = append(p.Messages, openai.ToolMessage(msg.Content, msg.ToolCallID))
+		default:
+			return p, fmt.Errorf("message %d: unknown role %q", i, msg.Role)
+		}
+	}
+	for _, t := range req.Tools {
+		fd := shared.FunctionDefinitionParam{Name: t.Name, Parameters: shared.FunctionParameters(t.Parameters)}
+		if t.Description != "" {
+			fd.Description = param.NewOpt(t.Description)
+		}
+		if t.Strict {
+			fd.Strict = param.NewOpt(true)
+		}
+		p.Tools = append(p.Tools, openai.ChatCompletionFunctionTool(fd))
+	}
+	switch req.ToolChoice {
+	case "":
+	case ToolChoiceAuto, ToolChoiceRequired, ToolChoiceNone:
+		p.ToolChoice.OfAuto = param.NewOpt(req.ToolChoice)
+	default:
+		p.ToolChoice = openai.ToolChoiceOptionFunctionToolChoice(openai.ChatCompletionNamedToolChoiceFunctionParam{Name: req.ToolChoice})
+	}
+	if n := m.cfg.maxTokens(req, 0); n > 0 {
+		if m.cfg.BaseURL == "" {
+			p.MaxCompletionTokens = param.NewOpt(int64(n))
+		} else {
+			p.MaxTokens = param.NewOpt(int64(n))
+		}
+	}
+	if t := m.cfg.temperature(req); t != nil {
+		p.Temperature = param.NewOpt(*t)
+	}
+	return p, nil
+}
+
+func openAIResponse(cc *openai.ChatCompletion) (*Response, error) {
+	if len(cc.Choices) == 0 {
+		return nil, errors.New("the answer has no choices")
+	}
+	ch := cc.Choices[0]
+	resp := &Response{
+		Text:       ch.Message.Content,
+		Model:      cc.Model,
+		StopReason: openAIStopReason(ch.FinishReason),
+		Usage:      Usage{InputTokens: int(cc.Usage.PromptTokens), OutputTokens: int(cc.Usage.CompletionTokens)},
+	}
+	if resp.Text == "" && ch.Message.Refusal != "" {
+		resp.Text = ch.Message.Refusal
+	}
+	for _, tc := range ch.Message.ToolCalls {
+		if tc.Type != "" && tc.Type != "function" {
+			continue
+		}
+		resp.ToolCalls = append(resp.ToolCalls, ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: rawArguments(tc.Function.Arguments)})
+	}
+	return resp, nil
+}
+
+func openAIStopReason(s string) string {
+	switch s {
+	case "stop":
+		return StopEndTurn
+	case "tool_calls", "function_call":
+		return StopToolUse
+	case "length":
+		return StopMaxTokens
+	case "content_filter":
+		return StopContentFilter
+	}
+	return s
+}
+
+// wrap classifies an error of the OpenAI SDK.
+func (m *openAIModel) wrap(parent context.Context, op string, err error) error {
+	e := &Error{Provider: ProviderOpenAI, Op: op, Err: err}
+	var apiErr *openai.Error
+	if errors.As(err, &apiErr) {
+		e.StatusCode = apiErr.StatusCode
+		e.Kind = kindForStatus(apiErr.StatusCode)
+		if apiErr.Response != nil {
+			e.RetryAfter = retryAfter(apiErr.Response.Header)
+		}
+	}
+	classifyTransport(e, parent)
+	if e.Kind == ErrAuth {
+		e.Hint = authHint(m.keyEnv, m.hasKey)
+	}
+	return e
+}
+
+func authHint(env string, hasKey bool) string {
+	if hasKey {
+		return fmt.Sprintf("check the API key in the environment variable %s", env)
+	}
+	return fmt.Sprintf("the environment variable %s holds no API key", env)
+}
+
+// rawArguments returns s as JSON arguments: "{}" when empty, and s encoded
+// as a JSON string when it is not valid JSON, so that the caller can report
+// exactly what the model wrote.
+func rawArguments(s string) json.RawMessage {
+	if s == "" {
+		return json.RawMessage("{}")
+	}
+	if json.Valid([]byte(s)) {
+		return json.RawMessage(s)
+	}
+	b, _ := json.Marshal(s)
+	return b
+}
+
+func argsOrEmpty(a json.RawMessage) json.RawMessage {
+	if len(a) == 0 {
+		return json.RawMessage("{}")
+	}
+	return a
+}
+
+// withOp fills in the provider and operation of an *Error made before them.
+func withOp(err error, provider, op string) error {
+	var e *Error
+	if errors.As(err, &e) {
+		if e.Provider == "" {
+			e.Provider = provider
+		}
+		if e.Op == "" {
+			e.Op = op
+		}
+	}
+	return err
+}
