@@ -1,0 +1,25 @@
+// Package store keeps durable records of orchestrations: one row per run,
+// written when the run starts, one per step, written as each step ends, and
+// the result envelope when the run finishes. Records live in a SQLite
+// database (the pure-Go modernc.org/sqlite driver, WAL mode) at
+// [DefaultPath] unless told otherwise; the path [Memory] keeps nothing on
+// disk.
+//
+// A run left "running" by a process that ended without finishing it — a
+// crash, a SIGKILL — is marked "interrupted" the next time a store opens the
+// database. Old runs are deleted according to a [Retention] policy, and the
+// schema is migrated by numbered, embedded SQL files.
+//
+//	s, err := store.Open(ctx, store.Memory, store.Options{Retention: store.Retention{MaxRuns: 1000}})
+//	if err != nil {
+//		return err
+//	}
+//	defer s.Close()
+//
+//	err = s.StartRun(ctx, store.Run{ExecID: "e1", Tool: "agent_orchestrate", Plan: plan})
+//	err = s.RecordStep(ctx, store.StepRecord{ExecID: "e1", StepID: "research", Status: "success", Output: out})
+//	err = s.FinishRun(ctx, "e1", store.StatusSuccess, envelope, time.Now())
+//
+//	run, steps, err := s.Get(ctx, "e1")
+//	page, next, err := s.List(ctx, store.ListOptions{Limit: 20})
+package store

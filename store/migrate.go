@@ -1,0 +1,140 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// A migration moves the schema from version-1 to version.
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+// migrations are the embedded migrations in order. Files are named
+// NNNN_description.sql and numbered from 1 without gaps; a released file is
+// never edited, only followed by a new one.
+var migrations = loadMigrations(migrationFiles)
+
+func loadMigrations(fsys fs.FS) []migration {
+	names, err := fs.Glob(fsys, "migrations/*.sql")
+	if err != nil {
+		panic("store: listing migrations: " + err.Error())
+	}
+	sort.Strings(names)
+	var ms []migration
+	for i, name := range names {
+		base := path.Base(name)
+		num, _, ok := strings.Cut(base, "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil || v != i+1 {
+			panic(fmt.Sprintf("store: migration %s: want a name starting %04d_", name, i+1))
+		}
+		body, err := fs.ReadFile(fsys, name)
+		if err != nil {
+			panic("store: reading migration: " + err.Error())
+		}
+		ms = append(ms, migration{version: v, name: strings.TrimSuffix(base, ".sql"), sql: string(body)})
+	}
+	return ms
+}
+
+const createMigrationsTable = `CREATE TABLE IF NOT EXISTS schema_migrations (
+	version    INTEGER PRIMARY KEY,
+	name       TEXT    NOT NULL,
+	applied_at INTEGER NOT NULL
+)`
+
+// schemaVersion returns the last migration applied, 0 for an empty database.
+func schemaVersion(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}) (int, error) {
+	var exists int
+	if err := q.QueryRowContext(ctx,
+		`SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'schema_migrations'`).Scan(&exists); err != nil {
+		return 0, err
+	}
+	if exists == 0 {
+		return 0, nil
+	}
+	var v int
+	err := q.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&v)
+	return v, err
+}
+
+// migrate applies the migrations the database lacks, each in its own
+// transaction, and refuses a database migrated past the last one it knows.
+// Each transaction takes the write lock first, so processes opening the same
+// database at once apply every migration exactly once.
+func (s *Store) migrate(ctx context.Context, ms []migration) error {
+	if _, err := s.writer.ExecContext(ctx, createMigrationsTable); err != nil {
+		return fmt.Errorf("creating schema_migrations: %w", err)
+	}
+	latest := len(ms)
+	for _, m := range ms {
+		applied, err := s.applyMigration(ctx, m, latest)
+		if err != nil {
+			return err
+		}
+		if applied {
+			s.log.Info("applied execution store migration", "version", m.version, "name", m.name)
+		}
+	}
+	// A database already past ms applies nothing above; check it here too.
+	v, err := schemaVersion(ctx, s.writer)
+	if err != nil {
+		return fmt.Errorf("reading schema version: %w", err)
+	}
+	if v > latest {
+		return fmt.Errorf("%w: database at version %d, this build knows up to %d", ErrSchemaTooNew, v, latest)
+	}
+	return nil
+}
+
+func (s *Store) applyMigration(ctx context.Context, m migration, latest int) (applied bool, err error) {
+	tx, err := s.writer.BeginTx(ctx, nil)
+	if err != nil {
+		return false, fmt.Errorf("migration %s: %w", m.name, err)
+	}
+	defer func() {
+		if err != nil {
+			tx.Rollback()
+		}
+	}()
+	v, err := schemaVersion(ctx, tx)
+	if err != nil {
+		return false, fmt.Errorf("migration %s: reading schema version: %w", m.name, err)
+	}
+	if v > latest {
+		return false, fmt.Errorf("%w: database at version %d, this build knows up to %d", ErrSchemaTooNew, v, latest)
+	}
+	if v >= m.version {
+		return false, tx.Rollback()
+	}
+	if v != m.version-1 {
+		return false, fmt.Errorf("migration %s: database at version %d, want %d", m.name, v, m.version-1)
+	}
+	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+		return false, fmt.Errorf("migration %s: %w", m.name, err)
+	}
+	if _, err := tx.ExecContext(ctx,
+		`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
+		m.version, m.name, s.now().UnixNano()); err != nil {
+		return false, fmt.Errorf("migration %s: recording it: %w", m.name, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return false, fmt.Errorf("migration %s: %w", m.name, err)
+	}
+	return true, nil
+}

@@ -1,0 +1,158 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// Crash recovery. Every open Store holds an exclusive lock on a file of its
+// own, <db>-owners/<owner>.lock, and stamps its owner id on the runs it
+// starts. The operating system drops the lock when the process ends, however
+// it ends, so a run still "running" whose owner's lock can be taken belongs to
+// a process that is gone: Open marks it interrupted. Stores open on the same
+// database, in this process or another, keep their runs.
+
+// interruptedError is the Error of a run whose process ended before it did.
+const interruptedError = "the process running it ended before the run finished"
+
+func ownerDir(dbPath string) string { return dbPath + "-owners" }
+
+// recoverDead marks the running runs of owners that no longer hold their lock
+// as interrupted and returns how many it marked.
+func (s *Store) recoverDead(ctx context.Context) (int, error) {
+	rows, err := s.writer.QueryContext(ctx,
+		`SELECT DISTINCT owner FROM runs WHERE status = 'running' AND owner != ?`, s.owner)
+	if err != nil {
+		return 0, err
+	}
+	var owners []string
+	for rows.Next() {
+		var o string
+		if err := rows.Scan(&o); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		owners = append(owners, o)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+
+	total := 0
+	for _, o := range owners {
+		lock, alive, err := probeOwner(ownerDir(s.path), o)
+		if err != nil {
+			return total, fmt.Errorf("checking owner %s: %w", o, err)
+		}
+		if alive {
+			continue
+		}
+		n, err := s.interruptOwner(ctx, o)
+		total += n
+		if lock != nil {
+			// Holding the dead owner's lock until its runs are marked keeps a
+			// concurrent Open from doing the same work; then the file goes.
+			if rerr := lock.release(true); rerr != nil && !os.IsNotExist(rerr) {
+				s.log.Warn("removing a dead owner's lock file", "owner", o, "err", rerr)
+			}
+		}
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+// interruptOwner marks owner's running runs, and their running steps,
+// interrupted.
+func (s *Store) interruptOwner(ctx context.Context, owner string) (int, error) {
+	tx, err := s.writer.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `UPDATE steps SET status = 'interrupted'
+		WHERE status = 'running' AND exec_id IN (SELECT exec_id FROM runs WHERE status = 'running' AND owner = ?)`,
+		owner); err != nil {
+		return 0, err
+	}
+	res, err := tx.ExecContext(ctx, `UPDATE runs SET status = 'interrupted', error = ?
+		WHERE status = 'running' AND owner = ?`, interruptedError, owner)
+	if err != nil {
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, err
+	}
+	return int(n), tx.Commit()
+}
+
+// probeOwner reports whether owner still holds its lock. When it does not,
+// the returned lock is held by the caller, who releases it; it is nil when
+// the lock file does not exist.
+func probeOwner(dir, owner string) (*ownerLock, bool, error) {
+	f, err := os.OpenFile(filepath.Join(dir, owner+".lock"), os.O_RDWR, 0)
+	if os.IsNotExist(err) {
+		return nil, false, nil // closed or cleaned up: nobody runs these runs
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	ok, err := tryLock(f)
+	if err != nil {
+		f.Close()
+		return nil, false, err
+	}
+	if !ok {
+		f.Close()
+		return nil, true, nil
+	}
+	return &ownerLock{f: f}, false, nil
+}
+
+// ownerLock is a held lock file.
+type ownerLock struct {
+	f *os.File
+}
+
+// acquireOwnerLock creates and locks dir/owner.lock.
+func acquireOwnerLock(dir, owner string) (*ownerLock, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(dir, owner+".lock"), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	ok, err := tryLock(f)
+	if err == nil && !ok {
+		err = fmt.Errorf("lock file %s is held", f.Name())
+	}
+	if err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return nil, err
+	}
+	return &ownerLock{f: f}, nil
+}
+
+// release removes the lock file if asked, then closes it, which drops the
+// lock. Removing first means nobody can take a lock on a file about to
+// vanish; where an open file cannot be removed, it is removed after closing.
+func (l *ownerLock) release(remove bool) error {
+	var rmErr error
+	if remove {
+		rmErr = os.Remove(l.f.Name())
+	}
+	if err := l.f.Close(); err != nil {
+		return err
+	}
+	if rmErr != nil && !os.IsNotExist(rmErr) {
+		rmErr = os.Remove(l.f.Name())
+	}
+	return rmErr
+}

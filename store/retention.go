@@ -1,0 +1,89 @@
+package store
+
+import (
+	"context"
+	"fmt"
+)
+
+// Prune deletes the finished runs the retention policy no longer keeps,
+// with their steps, and returns how many runs it deleted. Runs still running
+// are never deleted, though they count towards Retention.MaxRuns.
+func (s *Store) Prune(ctx context.Context) (int, error) {
+	s.pruneMu.Lock()
+	defer s.pruneMu.Unlock()
+	n, err := s.prune(ctx)
+	if err != nil {
+		return n, fmt.Errorf("pruning execution records: %w", err)
+	}
+	if n > 0 {
+		s.log.Debug("pruned execution records", "runs", n)
+	}
+	return n, nil
+}
+
+// prune runs with pruneMu held.
+func (s *Store) prune(ctx context.Context) (int, error) {
+	now := s.now()
+	s.lastPrune = now
+	s.finishedSince = 0
+	if s.keep.MaxAge <= 0 && s.keep.MaxRuns <= 0 {
+		return 0, nil
+	}
+	tx, err := s.writer.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback()
+	var total int64
+	if s.keep.MaxAge > 0 {
+		res, err := tx.ExecContext(ctx, `DELETE FROM runs WHERE status != 'running' AND started_at < ?`,
+			now.Add(-s.keep.MaxAge).UnixNano())
+		if err != nil {
+			return 0, err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return 0, err
+		}
+		total += n
+	}
+	if s.keep.MaxRuns > 0 {
+		// The newest MaxRuns runs, in List's order, stay.
+		res, err := tx.ExecContext(ctx, `DELETE FROM runs WHERE status != 'running' AND seq NOT IN (
+			SELECT seq FROM runs ORDER BY started_at DESC, seq DESC LIMIT ?)`, s.keep.MaxRuns)
+		if err != nil {
+			return 0, err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return 0, err
+		}
+		total += n
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, err
+	}
+	return int(total), nil
+}
+
+// maybePrune prunes after every pruneEvery finished runs or once
+// pruneInterval has passed since the last prune, whichever comes first.
+func (s *Store) maybePrune(ctx context.Context) {
+	if s.keep.MaxAge <= 0 && s.keep.MaxRuns <= 0 {
+		return
+	}
+	s.pruneMu.Lock()
+	defer s.pruneMu.Unlock()
+	s.finishedSince++
+	if s.finishedSince < s.pruneEvery && s.now().Sub(s.lastPrune) < s.pruneInterval {
+		return
+	}
+	n, err := s.prune(ctx)
+	if err != nil {
+		s.log.Warn("pruning execution records", "err", err)
+		return
+	}
+	if n > 0 {
+		s.log.Debug("pruned execution records", "runs", n)
+	}
+}

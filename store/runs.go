@@ -1,0 +1,374 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// StartRun records the start of a run. Status defaults to running and
+// StartedAt to now; ExecID and Tool are required, and Plan, when set, must be
+// JSON. An ExecID already recorded is [ErrExists].
+func (s *Store) StartRun(ctx context.Context, r Run) error {
+	if r.ExecID == "" || r.Tool == "" {
+		return fmt.Errorf("starting run %q: exec id and tool are required", r.ExecID)
+	}
+	if r.Status == "" {
+		r.Status = StatusRunning
+	}
+	if !r.Status.valid() {
+		return fmt.Errorf("starting run %s: unknown status %q", r.ExecID, r.Status)
+	}
+	if r.StartedAt.IsZero() {
+		r.StartedAt = s.now()
+	}
+	plan, err := jsonText(r.Plan)
+	if err != nil {
+		return fmt.Errorf("starting run %s: plan: %w", r.ExecID, err)
+	}
+	envelope, err := jsonText(r.Envelope)
+	if err != nil {
+		return fmt.Errorf("starting run %s: envelope: %w", r.ExecID, err)
+	}
+	_, err = s.writer.ExecContext(ctx, `INSERT INTO runs
+		(exec_id, request_id, tool, status, started_at, finished_at, duration_ms, plan, envelope, step_count, error, owner)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.ExecID, r.RequestID, r.Tool, string(r.Status), r.StartedAt.UnixNano(), nullTime(r.FinishedAt),
+		r.DurationMS, plan, envelope, r.StepCount, r.Error, s.owner)
+	if isConstraint(err, sqlite3.SQLITE_CONSTRAINT_UNIQUE) {
+		return fmt.Errorf("starting run %s: %w", r.ExecID, ErrExists)
+	}
+	if err != nil {
+		return fmt.Errorf("starting run %s: %w", r.ExecID, err)
+	}
+	return nil
+}
+
+// RecordStep inserts or replaces the record of one step, identified by
+// ExecID and StepID: call it when a step starts and again when it ends.
+// The run must exist ([ErrNotFound] otherwise); Output and Error, when set,
+// must be JSON.
+func (s *Store) RecordStep(ctx context.Context, st StepRecord) error {
+	if st.ExecID == "" || st.StepID == "" || st.Status == "" {
+		return fmt.Errorf("recording step %q of run %q: exec id, step id and status are required", st.StepID, st.ExecID)
+	}
+	output, err := jsonText(st.Output)
+	if err != nil {
+		return fmt.Errorf("recording step %s of run %s: output: %w", st.StepID, st.ExecID, err)
+	}
+	stepErr, err := jsonText(st.Error)
+	if err != nil {
+		return fmt.Errorf("recording step %s of run %s: error: %w", st.StepID, st.ExecID, err)
+	}
+	_, err = s.writer.ExecContext(ctx, `INSERT INTO steps
+		(exec_id, step_id, idx, path, tool, status, started_at, duration_ms, attempts, output, error)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (exec_id, step_id) DO UPDATE SET
+			idx = excluded.idx, path = excluded.path, tool = excluded.tool, status = excluded.status,
+			started_at = excluded.started_at, duration_ms = excluded.duration_ms,
+			attempts = excluded.attempts, output = excluded.output, error = excluded.error`,
+		st.ExecID, st.StepID, st.Index, st.Path, st.Tool, st.Status, nullTime(st.StartedAt),
+		st.DurationMS, st.Attempts, output, stepErr)
+	if isConstraint(err, sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY) {
+		return fmt.Errorf("recording step %s: run %s: %w", st.StepID, st.ExecID, ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("recording step %s of run %s: %w", st.StepID, st.ExecID, err)
+	}
+	return nil
+}
+
+// FinishRun completes a run with its final status and result envelope and
+// sets its duration from StartedAt to finishedAt (now when zero). The run's
+// Error is taken from the envelope when the status is not success: the first
+// entry of artifact.errors, then artifact.validation_errors, as "code: message".
+//
+// From time to time FinishRun also applies the retention policy; a failure
+// there is logged, not returned.
+func (s *Store) FinishRun(ctx context.Context, execID string, status Status, envelope json.RawMessage, finishedAt time.Time) error {
+	if !status.valid() || status == StatusRunning {
+		return fmt.Errorf("finishing run %s: status %q is not a final status", execID, status)
+	}
+	env, err := jsonText(envelope)
+	if err != nil {
+		return fmt.Errorf("finishing run %s: envelope: %w", execID, err)
+	}
+	if finishedAt.IsZero() {
+		finishedAt = s.now()
+	}
+	var errText string
+	if status != StatusSuccess {
+		errText = envelopeError(envelope)
+	}
+	res, err := s.writer.ExecContext(ctx, `UPDATE runs SET
+		status = ?, envelope = ?, finished_at = ?, error = ?,
+		duration_ms = max(0, (? - started_at) / 1000000)
+		WHERE exec_id = ?`,
+		string(status), env, finishedAt.UnixNano(), errText, finishedAt.UnixNano(), execID)
+	if err != nil {
+		return fmt.Errorf("finishing run %s: %w", execID, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("finishing run %s: %w", execID, err)
+	} else if n == 0 {
+		return fmt.Errorf("finishing run %s: %w", execID, ErrNotFound)
+	}
+	s.maybePrune(ctx)
+	return nil
+}
+
+// Get returns a run with its envelope and plan, and its steps ordered by
+// Index, then Path. An unknown id is [ErrNotFound].
+func (s *Store) Get(ctx context.Context, execID string) (*Run, []StepRecord, error) {
+	// One read transaction: the run and its steps come from the same snapshot.
+	tx, err := s.reader.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading run %s: %w", execID, err)
+	}
+	defer tx.Rollback()
+
+	row := tx.QueryRowContext(ctx, `SELECT `+runColumns+`, plan, envelope FROM runs WHERE exec_id = ?`, execID)
+	var plan, envelope sql.NullString
+	r, err := scanRun(row, &plan, &envelope)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil, fmt.Errorf("reading run %s: %w", execID, ErrNotFound)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading run %s: %w", execID, err)
+	}
+	r.Plan = rawJSON(plan)
+	r.Envelope = rawJSON(envelope)
+
+	rows, err := tx.QueryContext(ctx, `SELECT step_id, idx, path, tool, status, started_at, duration_ms, attempts, output, error
+		FROM steps WHERE exec_id = ? ORDER BY idx, path, step_id`, execID)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading steps of run %s: %w", execID, err)
+	}
+	defer rows.Close()
+	var steps []StepRecord
+	for rows.Next() {
+		st := StepRecord{ExecID: execID}
+		var started sql.NullInt64
+		var output, stepErr sql.NullString
+		if err := rows.Scan(&st.StepID, &st.Index, &st.Path, &st.Tool, &st.Status, &started,
+			&st.DurationMS, &st.Attempts, &output, &stepErr); err != nil {
+			return nil, nil, fmt.Errorf("reading steps of run %s: %w", execID, err)
+		}
+		st.StartedAt = fromNull(started)
+		st.Output = rawJSON(output)
+		st.Error = rawJSON(stepErr)
+		steps = append(steps, st)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, fmt.Errorf("reading steps of run %s: %w", execID, err)
+	}
+	return r, steps, nil
+}
+
+// ListOptions select a page of runs.
+type ListOptions struct {
+	// Limit is the page size: 50 when zero, at most 1000.
+	Limit int
+	// Cursor continues from the page that returned it; empty starts at the newest run.
+	Cursor string
+	// Status, when set, lists only runs with that status.
+	Status Status
+}
+
+const (
+	defaultListLimit = 50
+	maxListLimit     = 1000
+)
+
+// List returns runs newest first (by StartedAt, ties broken by insertion
+// order), without their Plan and Envelope bodies, and the cursor of the next
+// page, empty after the last. Runs started after the first page do not shift
+// later pages: each page continues exactly after the last run of the one
+// before it. A cursor List did not return is [ErrInvalidCursor].
+func (s *Store) List(ctx context.Context, opts ListOptions) ([]Run, string, error) {
+	limit := opts.Limit
+	switch {
+	case limit <= 0:
+		limit = defaultListLimit
+	case limit > maxListLimit:
+		limit = maxListLimit
+	}
+	if opts.Status != "" && !opts.Status.valid() {
+		return nil, "", fmt.Errorf("listing runs: unknown status %q", opts.Status)
+	}
+	var where []string
+	var args []any
+	if opts.Status != "" {
+		where = append(where, "status = ?")
+		args = append(args, string(opts.Status))
+	}
+	if opts.Cursor != "" {
+		c, err := decodeCursor(opts.Cursor)
+		if err != nil {
+			return nil, "", fmt.Errorf("listing runs: %w", err)
+		}
+		where = append(where, "(started_at < ? OR (started_at = ? AND seq < ?))")
+		args = append(args, c.startedAt, c.startedAt, c.seq)
+	}
+	q := `SELECT ` + runColumns + `, seq FROM runs`
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += " ORDER BY started_at DESC, seq DESC LIMIT ?"
+	args = append(args, limit+1) // one more tells whether another page follows
+
+	rows, err := s.reader.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, "", fmt.Errorf("listing runs: %w", err)
+	}
+	defer rows.Close()
+	var runs []Run
+	var last cursor
+	for rows.Next() {
+		if len(runs) == limit {
+			return runs, last.encode(), rows.Close()
+		}
+		var seq int64
+		r, err := scanRun(rows, &seq)
+		if err != nil {
+			return nil, "", fmt.Errorf("listing runs: %w", err)
+		}
+		runs = append(runs, *r)
+		last = cursor{startedAt: r.StartedAt.UnixNano(), seq: seq}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", fmt.Errorf("listing runs: %w", err)
+	}
+	return runs, "", nil
+}
+
+// cursor is the position after the last run of a page.
+type cursor struct {
+	startedAt int64
+	seq       int64
+}
+
+const cursorPrefix = "r1."
+
+func (c cursor) encode() string {
+	raw := strconv.FormatInt(c.startedAt, 10) + "." + strconv.FormatInt(c.seq, 10)
+	return cursorPrefix + base64.RawURLEncoding.EncodeToString([]byte(raw))
+}
+
+func decodeCursor(s string) (cursor, error) {
+	body, ok := strings.CutPrefix(s, cursorPrefix)
+	if !ok {
+		return cursor{}, fmt.Errorf("%w %q", ErrInvalidCursor, s)
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(body)
+	if err != nil {
+		return cursor{}, fmt.Errorf("%w %q", ErrInvalidCursor, s)
+	}
+	a, b, ok := strings.Cut(string(raw), ".")
+	started, err1 := strconv.ParseInt(a, 10, 64)
+	seq, err2 := strconv.ParseInt(b, 10, 64)
+	if !ok || err1 != nil || err2 != nil {
+		return cursor{}, fmt.Errorf("%w %q", ErrInvalidCursor, s)
+	}
+	return cursor{startedAt: started, seq: seq}, nil
+}
+
+const runColumns = `exec_id, request_id, tool, status, started_at, finished_at, duration_ms, step_count, error`
+
+// scanRun scans runColumns followed by extra destinations.
+func scanRun(row interface{ Scan(...any) error }, extra ...any) (*Run, error) {
+	var r Run
+	var status string
+	var started int64
+	var finished sql.NullInt64
+	dest := append([]any{&r.ExecID, &r.RequestID, &r.Tool, &status, &started, &finished,
+		&r.DurationMS, &r.StepCount, &r.Error}, extra...)
+	if err := row.Scan(dest...); err != nil {
+		return nil, err
+	}
+	r.Status = Status(status)
+	r.StartedAt = time.Unix(0, started).UTC()
+	r.FinishedAt = fromNull(finished)
+	return &r, nil
+}
+
+// jsonText checks raw JSON and returns it as a nullable text value.
+func jsonText(raw json.RawMessage) (sql.NullString, error) {
+	if len(raw) == 0 {
+		return sql.NullString{}, nil
+	}
+	if !json.Valid(raw) {
+		return sql.NullString{}, errors.New("not valid JSON")
+	}
+	return sql.NullString{String: string(raw), Valid: true}, nil
+}
+
+func rawJSON(s sql.NullString) json.RawMessage {
+	if !s.Valid {
+		return nil
+	}
+	return json.RawMessage(s.String)
+}
+
+func nullTime(t time.Time) sql.NullInt64 {
+	if t.IsZero() {
+		return sql.NullInt64{}
+	}
+	return sql.NullInt64{Int64: t.UnixNano(), Valid: true}
+}
+
+func fromNull(n sql.NullInt64) time.Time {
+	if !n.Valid {
+		return time.Time{}
+	}
+	return time.Unix(0, n.Int64).UTC()
+}
+
+// isConstraint reports whether err is the SQLite constraint violation code.
+func isConstraint(err error, code int) bool {
+	var e *sqlite.Error
+	return errors.As(err, &e) && e.Code() == code
+}
+
+// envelopeError summarizes the first error of a result envelope, or returns "".
+func envelopeError(envelope json.RawMessage) string {
+	if len(envelope) == 0 {
+		return ""
+	}
+	type apiError struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+		Step    any    `json:"step"`
+	}
+	var env struct {
+		Artifact struct {
+			Errors           []apiError `json:"errors"`
+			ValidationErrors []apiError `json:"validation_errors"`
+		} `json:"artifact"`
+	}
+	if json.Unmarshal(envelope, &env) != nil {
+		return ""
+	}
+	for _, list := range [][]apiError{env.Artifact.Errors, env.Artifact.ValidationErrors} {
+		for _, e := range list {
+			switch {
+			case e.Code != "" && e.Message != "":
+				return e.Code + ": " + e.Message
+			case e.Message != "":
+				return e.Message
+			case e.Code != "":
+				return e.Code
+			}
+		}
+	}
+	return ""
+}
