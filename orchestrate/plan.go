@@ -566,6 +566,20 @@ func (d *decoder) step(v any, path string, parent *Step, top, pos int) *Step {
 		s.Arguments["prompt"] = prompt
 	}
 
+	// Ids default to the step's position. A group's id is settled before its
+	// children are decoded, since theirs derive from it; an id equal to its
+	// default (as in a normalized plan) is no explicit id.
+	defaultID := strconv.Itoa(top)
+	if parent != nil {
+		defaultID = parent.ID + "." + strconv.Itoa(pos)
+	}
+	if s.explicit && s.ID == defaultID {
+		s.explicit = false
+	}
+	if !s.explicit {
+		s.ID = defaultID
+	}
+
 	switch {
 	case haveChildren && s.Tool != "":
 		d.add(path, CodeInvalidValue, "a step is either a tool call (tool, arguments) or a parallel group (parallel), not both")
@@ -607,18 +621,14 @@ func (d *decoder) step(v any, path string, parent *Step, top, pos int) *Step {
 		}
 	}
 
-	// Ids default to the step's position; explicit ones must be usable in templates.
+	// Explicit ids must be usable in templates.
 	if s.explicit {
-		if !isIdent(s.ID) && !(parent == nil && s.ID == strconv.Itoa(top)) {
+		if !isIdent(s.ID) {
 			d.add(path+".id", CodeInvalidID, fmt.Sprintf("step id %q is not usable in templates; ids match [A-Za-z_][A-Za-z0-9_-]* (no dots, not a bare number)", s.ID))
 		}
 		if s.ID == "bindings" {
 			d.add(path+".id", CodeInvalidID, "\"bindings\" is reserved for $bindings references; choose another id")
 		}
-	} else if parent == nil {
-		s.ID = strconv.Itoa(top)
-	} else {
-		s.ID = parent.ID + "." + strconv.Itoa(pos)
 	}
 	if s.ResultKey != "" && (!isIdent(s.ResultKey) || s.ResultKey == "bindings") {
 		d.add(path+".result_key", CodeInvalidID, fmt.Sprintf("result_key %q is not usable in templates; keys match [A-Za-z_][A-Za-z0-9_-]* and are not \"bindings\"", s.ResultKey))
@@ -684,38 +694,48 @@ func (d *decoder) str(v any, path string) string {
 }
 
 func (d *decoder) posInt(v any, path string) int {
-	n := d.integer(v, path)
-	if n < 1 && v != nil {
-		d.add(path, CodeInvalidValue, fmt.Sprintf("%s must be a positive integer", lastName(path)))
+	n, ok := d.integer(v, path)
+	if ok && n < 1 {
+		d.add(path, CodeInvalidValue, fmt.Sprintf("%s must be a positive integer, not %d", lastName(path), n))
 		return 0
 	}
 	return n
 }
 
 func (d *decoder) nonNegInt(v any, path string) int {
-	n := d.integer(v, path)
-	if n < 0 {
-		d.add(path, CodeInvalidValue, fmt.Sprintf("%s must not be negative", lastName(path)))
+	n, ok := d.integer(v, path)
+	if ok && n < 0 {
+		d.add(path, CodeInvalidValue, fmt.Sprintf("%s must not be negative, not %d", lastName(path), n))
 		return 0
 	}
 	return n
 }
 
-func (d *decoder) integer(v any, path string) int {
+// integer decodes an integer in the range of int32. Integral numbers
+// written with a fraction or an exponent (3.0, 1e3) are integers too. ok is
+// false when v is null or was reported as invalid; each problem is reported
+// once.
+func (d *decoder) integer(v any, path string) (n int, ok bool) {
 	if v == nil {
-		return 0
+		return 0, false
 	}
-	num, ok := v.(json.Number)
-	if !ok {
+	num, isNum := v.(json.Number)
+	if !isNum {
 		d.add(path, CodeInvalidValue, fmt.Sprintf("%s must be an integer, not %s", lastName(path), jsonTypeOf(v)))
-		return 0
+		return 0, false
 	}
-	n, err := strconv.ParseInt(num.String(), 10, 64)
-	if err != nil || n > math.MaxInt32 || n < math.MinInt32 {
-		d.add(path, CodeInvalidValue, fmt.Sprintf("%s must be an integer between 0 and %d, not %s", lastName(path), math.MaxInt32, num))
-		return 0
+	f, err := strconv.ParseFloat(num.String(), 64)
+	switch {
+	case err != nil && !errors.Is(err, strconv.ErrRange):
+		d.add(path, CodeInvalidValue, fmt.Sprintf("%s must be an integer, not %s", lastName(path), num))
+	case f != math.Trunc(f):
+		d.add(path, CodeInvalidValue, fmt.Sprintf("%s must be a whole number, not %s", lastName(path), num))
+	case err != nil || f > math.MaxInt32 || f < math.MinInt32:
+		d.add(path, CodeInvalidValue, fmt.Sprintf("%s is out of range: %s is beyond %d", lastName(path), num, math.MaxInt32))
+	default:
+		return int(f), true
 	}
-	return int(n)
+	return 0, false
 }
 
 // values converts decoded JSON (with json.Number) into plain Go JSON values
@@ -731,8 +751,8 @@ func (d *decoder) values(v any, path string) any {
 		return f
 	case map[string]any:
 		out := make(map[string]any, len(v))
-		for k, e := range v {
-			out[k] = d.values(e, path+"."+k)
+		for _, k := range sortedKeys(v) { // sorted: issues come in a stable order
+			out[k] = d.values(v[k], path+"."+k)
 		}
 		return out
 	case []any:
