@@ -1,0 +1,377 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/orchestra-mcp/orchestra/internal/suggest"
+	"github.com/orchestra-mcp/orchestra/orchestrate"
+	"github.com/orchestra-mcp/orchestra/registry/builtin"
+)
+
+// Config is the whole configuration file.
+type Config struct {
+	// Limits cap what plans may do; requests may only lower them.
+	Limits Limits `yaml:"limits" json:"limits"`
+	// Builtins configures the built-in tools.
+	Builtins builtin.Config `yaml:"builtins" json:"builtins"`
+	// Server configures the MCP server.
+	Server Server `yaml:"server" json:"server"`
+
+	// path is the file the configuration came from.
+	path string
+}
+
+// Limits are the configurable limits of orchestrations. Zero values take
+// the defaults.
+type Limits struct {
+	MaxDepth           int           `yaml:"max_depth" json:"max_depth"`
+	MaxSteps           int           `yaml:"max_steps" json:"max_steps"`
+	MaxParallel        int           `yaml:"max_parallel" json:"max_parallel"`
+	MaxNesting         int           `yaml:"max_nesting" json:"max_nesting"`
+	MaxAttempts        int           `yaml:"max_attempts" json:"max_attempts"`
+	StepTimeout        time.Duration `yaml:"step_timeout" json:"step_timeout"`
+	PlanTimeout        time.Duration `yaml:"plan_timeout" json:"plan_timeout"`
+	MaxStepOutputBytes int           `yaml:"max_step_output_bytes" json:"max_step_output_bytes"`
+	MaxResponseBytes   int           `yaml:"max_response_bytes" json:"max_response_bytes"`
+	MaxTemplates       int           `yaml:"max_templates" json:"max_templates"`
+}
+
+// Server configures the MCP server and its HTTP transport.
+type Server struct {
+	// MaxRequestBytes caps the size of one request. Default 4 MiB.
+	MaxRequestBytes int64 `yaml:"max_request_bytes" json:"max_request_bytes"`
+	// ShutdownGrace is how long in-flight plans may finish on shutdown
+	// before they are cancelled. Default 10s.
+	ShutdownGrace time.Duration `yaml:"shutdown_grace" json:"shutdown_grace"`
+	// SessionTimeout closes idle HTTP sessions. Default 30m; 0 keeps them.
+	SessionTimeout *time.Duration `yaml:"session_timeout" json:"session_timeout"`
+	// ExposeBuiltins lists the built-in tools directly to clients, next to
+	// agent_orchestrate. Default true.
+	ExposeBuiltins *bool `yaml:"expose_builtins" json:"expose_builtins"`
+}
+
+// Default values of Server.
+const (
+	DefaultMaxRequestBytes = 4 << 20
+	DefaultShutdownGrace   = 10 * time.Second
+	DefaultSessionTimeout  = 30 * time.Minute
+)
+
+// Default returns the configuration used when no file is given.
+func Default() *Config {
+	c := &Config{Builtins: builtin.DefaultConfig()}
+	c.applyDefaults()
+	return c
+}
+
+// Path returns the file the configuration was loaded from, if any.
+func (c *Config) Path() string { return c.path }
+
+// EngineLimits returns the limits for the plan engine.
+func (c *Config) EngineLimits() orchestrate.Limits {
+	l := c.Limits
+	return orchestrate.Limits{
+		MaxDepth:           l.MaxDepth,
+		MaxSteps:           l.MaxSteps,
+		MaxParallel:        l.MaxParallel,
+		MaxNesting:         l.MaxNesting,
+		MaxAttempts:        l.MaxAttempts,
+		StepTimeout:        l.StepTimeout,
+		PlanTimeout:        l.PlanTimeout,
+		MaxStepOutputBytes: l.MaxStepOutputBytes,
+		MaxResponseBytes:   l.MaxResponseBytes,
+		MaxTemplates:       l.MaxTemplates,
+	}
+}
+
+// ExposeBuiltins reports whether built-in tools are listed to clients.
+func (s Server) ExposeBuiltinTools() bool { return s.ExposeBuiltins == nil || *s.ExposeBuiltins }
+
+func (c *Config) applyDefaults() {
+	d := orchestrate.DefaultLimits()
+	l := &c.Limits
+	setInt(&l.MaxDepth, d.MaxDepth)
+	setInt(&l.MaxSteps, d.MaxSteps)
+	setInt(&l.MaxParallel, d.MaxParallel)
+	setInt(&l.MaxNesting, d.MaxNesting)
+	setInt(&l.MaxAttempts, d.MaxAttempts)
+	setInt(&l.MaxStepOutputBytes, d.MaxStepOutputBytes)
+	setInt(&l.MaxResponseBytes, d.MaxResponseBytes)
+	setInt(&l.MaxTemplates, d.MaxTemplates)
+	if l.StepTimeout == 0 {
+		l.StepTimeout = d.StepTimeout
+	}
+	if l.PlanTimeout == 0 {
+		l.PlanTimeout = d.PlanTimeout
+	}
+	if c.Server.MaxRequestBytes == 0 {
+		c.Server.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if c.Server.ShutdownGrace == 0 {
+		c.Server.ShutdownGrace = DefaultShutdownGrace
+	}
+	if c.Server.SessionTimeout == nil {
+		t := DefaultSessionTimeout
+		c.Server.SessionTimeout = &t
+	}
+}
+
+func setInt(p *int, def int) {
+	if *p == 0 {
+		*p = def
+	}
+}
+
+// Load reads the configuration file at path.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading config: %w", err)
+	}
+	c, err := Parse(data, os.LookupEnv)
+	if err != nil {
+		return nil, fmt.Errorf("%s%w", path, err)
+	}
+	c.path = path
+	return c, nil
+}
+
+// Parse parses a configuration from YAML or JSON, expanding ${NAME} with
+// lookup. Errors start with ":line: " so that the file name can go before.
+func Parse(data []byte, lookup func(string) (string, bool)) (*Config, error) {
+	var root yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&root); err != nil {
+		if errors.Is(err, io.EOF) {
+			return Default(), nil // an empty file
+		}
+		return nil, fmt.Errorf(": %v", cleanYAMLError(err))
+	}
+	if err := expand(&root, lookup, ""); err != nil {
+		return nil, err
+	}
+	if err := checkKeys(&root, reflect.TypeFor[Config](), ""); err != nil {
+		return nil, err
+	}
+	c := &Config{}
+	if err := root.Decode(c); err != nil {
+		return nil, fmt.Errorf(": %v", cleanYAMLError(err))
+	}
+	if err := c.validate(); err != nil {
+		return nil, fmt.Errorf(": %w", err)
+	}
+	c.applyDefaults()
+	return c, nil
+}
+
+func (c *Config) validate() error {
+	var problems []string
+	l := c.Limits
+	for name, v := range map[string]int{"max_depth": l.MaxDepth, "max_steps": l.MaxSteps, "max_parallel": l.MaxParallel, "max_nesting": l.MaxNesting, "max_attempts": l.MaxAttempts, "max_step_output_bytes": l.MaxStepOutputBytes, "max_response_bytes": l.MaxResponseBytes, "max_templates": l.MaxTemplates} {
+		if v < 0 {
+			problems = append(problems, fmt.Sprintf("limits.%s must not be negative", name))
+		}
+	}
+	if l.StepTimeout < 0 || l.PlanTimeout < 0 {
+		problems = append(problems, "limits timeouts must not be negative")
+	}
+	slices.Sort(problems)
+	if len(problems) > 0 {
+		return errors.New(strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+var yamlLine = regexp.MustCompile(`^yaml: (?:unmarshal errors:\n\s*)?line (\d+): `)
+
+func cleanYAMLError(err error) string {
+	msg := err.Error()
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		return m[1] + ": " + strings.TrimSpace(msg[len(m[0]):])
+	}
+	return strings.TrimPrefix(msg, "yaml: ")
+}
+
+var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-[^}]*)?\}`)
+
+// expand replaces ${NAME} in every string scalar of n.
+func expand(n *yaml.Node, lookup func(string) (string, bool), at string) error {
+	switch n.Kind {
+	case yaml.DocumentNode, yaml.SequenceNode:
+		for i, c := range n.Content {
+			if err := expand(c, lookup, fmt.Sprintf("%s[%d]", at, i)); err != nil {
+				return err
+			}
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if err := expand(n.Content[i+1], lookup, join(at, n.Content[i].Value)); err != nil {
+				return err
+			}
+		}
+	case yaml.ScalarNode:
+		if n.Tag != "!!str" || !strings.Contains(n.Value, "${") {
+			return nil
+		}
+		var missing string
+		n.Value = envRef.ReplaceAllStringFunc(n.Value, func(m string) string {
+			sub := envRef.FindStringSubmatch(m)
+			if v, ok := lookup(sub[1]); ok {
+				return v
+			}
+			if sub[2] != "" {
+				return sub[2][2:]
+			}
+			if missing == "" {
+				missing = sub[1]
+			}
+			return m
+		})
+		if missing != "" {
+			return fmt.Errorf(":%d: environment variable %s is not set (used in %s); set it or write ${%s:-default}", n.Line, missing, at, missing)
+		}
+	}
+	return nil
+}
+
+func join(at, key string) string {
+	if at == "" {
+		return key
+	}
+	return at + "." + key
+}
+
+// checkKeys reports the first key of n that t has no field for.
+func checkKeys(n *yaml.Node, t reflect.Type, at string) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if n.Kind == yaml.DocumentNode {
+		for _, c := range n.Content {
+			if err := checkKeys(c, t, at); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if n.Kind == yaml.AliasNode {
+		return nil
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		if n.Kind != yaml.MappingNode {
+			if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+				return nil
+			}
+			if hasUnmarshaler(t) {
+				return nil
+			}
+			return fmt.Errorf(":%d: %s must be a mapping of keys, not %s", n.Line, orTop(at), kindName(n))
+		}
+		if hasUnmarshaler(t) {
+			return nil
+		}
+		fields := yamlFields(t)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i]
+			ft, ok := fields[k.Value]
+			if !ok {
+				known := make([]string, 0, len(fields))
+				for name := range fields {
+					known = append(known, name)
+				}
+				slices.Sort(known)
+				msg := fmt.Sprintf(":%d: unknown key %q in %s", k.Line, k.Value, orTop(at))
+				if s := suggest.Closest(k.Value, known, 1); len(s) > 0 {
+					msg += fmt.Sprintf("; did you mean %q?", s[0])
+				} else {
+					msg += "; known keys: " + strings.Join(known, ", ")
+				}
+				return errors.New(msg)
+			}
+			if err := checkKeys(n.Content[i+1], ft, join(at, k.Value)); err != nil {
+				return err
+			}
+		}
+	case reflect.Map:
+		if n.Kind != yaml.MappingNode {
+			return nil
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if err := checkKeys(n.Content[i+1], t.Elem(), join(at, n.Content[i].Value)); err != nil {
+				return err
+			}
+		}
+	case reflect.Slice:
+		if n.Kind != yaml.SequenceNode {
+			return nil
+		}
+		for i, c := range n.Content {
+			if err := checkKeys(c, t.Elem(), fmt.Sprintf("%s[%d]", at, i)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func orTop(at string) string {
+	if at == "" {
+		return "the configuration"
+	}
+	return at
+}
+
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		return fmt.Sprintf("the value %q", n.Value)
+	}
+	return "this"
+}
+
+func hasUnmarshaler(t reflect.Type) bool {
+	pt := reflect.PointerTo(t)
+	return pt.Implements(reflect.TypeFor[yaml.Unmarshaler]()) || pt.Implements(reflect.TypeFor[interface{ UnmarshalYAML(func(any) error) error }]())
+}
+
+// yamlFields maps the yaml keys of struct t to their types, following
+// inline fields.
+func yamlFields(t reflect.Type) map[string]reflect.Type {
+	out := map[string]reflect.Type{}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		tag := f.Tag.Get("yaml")
+		name, opts, _ := strings.Cut(tag, ",")
+		if name == "-" {
+			continue
+		}
+		if strings.Contains(opts, "inline") {
+			for k, v := range yamlFields(f.Type) {
+				out[k] = v
+			}
+			continue
+		}
+		if name == "" {
+			name = strings.ToLower(f.Name)
+		}
+		out[name] = f.Type
+	}
+	return out
+}

@@ -1,0 +1,200 @@
+package orchestrate
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/orchestra-mcp/orchestra/fsm"
+	"github.com/orchestra-mcp/orchestra/registry"
+	"github.com/orchestra-mcp/orchestra/schemas"
+	"github.com/orchestra-mcp/orchestra/toolcontext"
+)
+
+// ToolName is the name of the orchestrate tool.
+const ToolName = "agent_orchestrate"
+
+// MCPTool returns the definition of agent_orchestrate for a catalog's tools:
+// its description teaches a model how to write a plan and lists every tool
+// a plan can call.
+func MCPTool(tools []registry.Tool) *mcp.Tool {
+	return &mcp.Tool{
+		Name:         ToolName,
+		Title:        "Run a multi-step tool plan",
+		Description:  Describe(tools),
+		InputSchema:  schemas.OrchestrateInput(),
+		OutputSchema: schemas.Envelope(),
+		Annotations: &mcp.ToolAnnotations{
+			Title:           "Run a multi-step tool plan",
+			DestructiveHint: boolPtr(true),
+			OpenWorldHint:   boolPtr(true),
+		},
+	}
+}
+
+func boolPtr(b bool) *bool { return &b }
+
+const howTo = `Runs a whole multi-step tool plan in ONE call and returns every result: call this instead of calling tools one by one.
+
+Steps run in order; a step can use the output of any earlier step through templates, and a "parallel" group runs its steps at the same time. The plan is checked against the tools' schemas before anything runs, and every problem is reported at once.
+
+Templates (in argument strings):
+- "$0.output.field" - the output of step 0 (steps count from 0), type kept; "$research.output.items[0].url" - by step id.
+- "$bindings.name" - a value from the request's "bindings".
+- "Summary: ${research.output.title} (${1.output.count})" - inside longer text.
+- A step's output is the tool's structured output; a tool without one gives {"text": "..."}.
+
+Example:
+{"plan": {"steps": [
+  {"id": "a", "tool": "json_query", "arguments": {"query": ".items | length", "input": {"items": [1, 2]}}},
+  {"id": "both", "parallel": [
+    {"id": "x", "tool": "render", "arguments": {"template": "count={{.n}}", "values": {"n": "$a.output.result"}}},
+    {"id": "y", "tool": "render", "arguments": {"template": "hi {{.who}}", "values": {"who": "$bindings.user"}}}
+  ]},
+  {"tool": "render", "arguments": {"template": "{{.x}} / {{.y}}", "values": {"x": "$x.output.text", "y": "$both.output.y.text"}}}
+]}, "bindings": {"user": "Ada"}}
+
+Step options: "timeout_ms", "retry": {"max_attempts": 3, "backoff_ms": 200} (transient failures only), "on_error": "continue". Group options: "max_concurrency", "merge": "collect" (default; an object keyed by child id) | "first_success" | "all_settled". Plan option: "schedule": "dag" starts each step as soon as the steps it references have finished. Set "dry_run": true to only validate.`
+
+// Describe returns the description of agent_orchestrate: how to write a
+// plan, then a one-line summary of each tool a plan can call.
+func Describe(tools []registry.Tool) string {
+	var b strings.Builder
+	b.WriteString(howTo)
+	fmt.Fprintf(&b, "\n\nTools a plan can call (%d):", len(tools))
+	if len(tools) == 0 {
+		b.WriteString("\n(none are available right now)")
+	}
+	for _, t := range tools {
+		fmt.Fprintf(&b, "\n- %s: %s", t.Name, firstLine(t.Description))
+	}
+	return b.String()
+}
+
+// firstLine returns the first sentence or line of s, at most 160 bytes.
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if i := strings.Index(s, ". "); i >= 0 {
+		s = s[:i+1]
+	}
+	if len(s) > 160 {
+		cut := 157
+		for cut > 0 && !isRuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "..."
+	}
+	if s == "" {
+		s = "(no description)"
+	}
+	return s
+}
+
+func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// HandlerOptions configure the MCP handler of agent_orchestrate.
+type HandlerOptions struct {
+	// MaxRequestBytes caps the arguments of one call. Default 4 MiB.
+	MaxRequestBytes int
+	// Prompt runs the prompt path; nil means no planner is configured.
+	Prompt func(ctx context.Context, req *mcp.CallToolRequest, r *Request) *Envelope
+}
+
+// Handler returns the MCP handler of agent_orchestrate.
+func (e *Engine) Handler(opts HandlerOptions) mcp.ToolHandler {
+	if opts.MaxRequestBytes == 0 {
+		opts.MaxRequestBytes = 4 << 20
+	}
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		ctx = e.requestContext(ctx, req)
+		args := req.Params.Arguments
+		if len(args) > opts.MaxRequestBytes {
+			return Result(e.Reject(ctx, []*Issue{{Code: CodeTooLarge, Message: fmt.Sprintf("the request is %d bytes; the limit is %d. Send a smaller plan, or pass large data by reference", len(args), opts.MaxRequestBytes)}})), nil
+		}
+		r, issues := DecodeRequest(args)
+		if len(issues) > 0 {
+			return Result(e.Reject(ctx, issues)), nil
+		}
+		if r.Plan == nil {
+			if opts.Prompt == nil {
+				return Result(e.Reject(ctx, []*Issue{{Path: "prompt", Code: CodePlannerFailed, Message: "no planner is configured, so a prompt cannot be turned into a plan: send a \"plan\" instead, or configure a planner (the planner block of the configuration file)"}})), nil
+			}
+			return Result(opts.Prompt(ctx, req, r)), nil
+		}
+		return Result(e.Run(ctx, r)), nil
+	}
+}
+
+// requestContext puts the depth, trace and ids of an incoming request into ctx.
+func (e *Engine) requestContext(ctx context.Context, req *mcp.CallToolRequest) context.Context {
+	meta := req.Params.GetMeta()
+	if d, ok := metaInt(meta[toolcontext.MetaDepth]); ok && d > toolcontext.Depth(ctx) {
+		ctx = toolcontext.WithDepth(ctx, d)
+	}
+	ids, _ := toolcontext.IDsFrom(ctx)
+	if tp, ok := meta[toolcontext.MetaTraceparent].(string); ok && tp != "" {
+		ctx = toolcontext.WithTraceparent(ctx, tp)
+		if parts := strings.Split(tp, "-"); len(parts) == 4 && ids.TraceID == "" {
+			ids.TraceID = parts[1]
+		}
+	}
+	if ids.RequestID == "" {
+		ids.RequestID = uuid.NewString()
+	}
+	if ids.ContextID == "" && req.Session != nil {
+		ids.ContextID = req.Session.ID()
+	}
+	return toolcontext.WithIDs(ctx, ids)
+}
+
+func metaInt(v any) (int, bool) {
+	switch v := v.(type) {
+	case float64:
+		if v >= 0 && v <= math.MaxInt32 && v == math.Trunc(v) {
+			return int(v), true
+		}
+	case json.Number:
+		n, err := v.Int64()
+		if err == nil && n >= 0 && n <= math.MaxInt32 {
+			return int(n), true
+		}
+	case int:
+		return v, v >= 0
+	case int64:
+		return int(v), v >= 0
+	}
+	return 0, false
+}
+
+// Reject returns the envelope of a request that cannot run: it carries
+// issues as validation errors and runs nothing.
+func (e *Engine) Reject(ctx context.Context, issues []*Issue) *Envelope {
+	r := e.newRun(ctx, &Request{})
+	r.valid = &Validation{Errors: issues, Warnings: []*Issue{}}
+	code := CodeValidation
+	if len(issues) == 1 {
+		code = issues[0].Code
+	}
+	r.errors = append(r.errors, &Error{Code: code, Message: "the request was rejected; see validation_errors"})
+	r.fire(ctx, fsm.EventValidationFailed, nil)
+	return r.finish(ctx)
+}
+
+// Result turns an envelope into the tool's result: the envelope as
+// structured content, the summary and the JSON as text, and isError when
+// the plan did not succeed.
+func Result(env *Envelope) *mcp.CallToolResult {
+	return &mcp.CallToolResult{
+		Content:           []mcp.Content{&mcp.TextContent{Text: env.Text()}},
+		StructuredContent: env,
+		IsError:           !env.Artifact.Success,
+	}
+}

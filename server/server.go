@@ -1,0 +1,273 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/orchestra-mcp/orchestra/config"
+	"github.com/orchestra-mcp/orchestra/orchestrate"
+	"github.com/orchestra-mcp/orchestra/registry"
+	"github.com/orchestra-mcp/orchestra/registry/builtin"
+)
+
+// Options configure an App.
+type Options struct {
+	// Logger receives the server's logs; nil discards them.
+	Logger *slog.Logger
+	// Version is reported to clients.
+	Version string
+	// Tools are added to the catalog next to the built-in tools (tests use
+	// this for fake tools).
+	Tools []registry.Tool
+}
+
+// App is a configured orchestra: the catalog, the engine and the MCP server.
+type App struct {
+	Config  *config.Config
+	Catalog *registry.Catalog
+	Engine  *orchestrate.Engine
+	Server  *mcp.Server
+
+	log     *slog.Logger
+	drain   context.Context // cancelled to cancel every running plan
+	cancel  context.CancelFunc
+	plans   inflight
+	mu      sync.Mutex
+	exposed map[string]bool // tool names listed to clients next to agent_orchestrate
+	closers []func() error
+}
+
+// New builds an App from a configuration.
+func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
+	if cfg == nil {
+		cfg = config.Default()
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	cat := registry.NewCatalog()
+	builtins := builtin.Tools(cfg.Builtins)
+	for i := range builtins {
+		builtins[i].Source = "builtin"
+	}
+	if err := cat.Add(builtins...); err != nil {
+		return nil, err
+	}
+	if err := cat.Add(opts.Tools...); err != nil {
+		return nil, err
+	}
+	a := &App{Config: cfg, Catalog: cat, log: log, exposed: map[string]bool{}}
+	a.drain, a.cancel = context.WithCancel(context.Background())
+	a.Engine = orchestrate.NewEngine(orchestrate.Options{
+		Tools:     cat,
+		Limits:    cfg.EngineLimits(),
+		Logger:    log,
+		Forbidden: func(name string) bool { return name == orchestrate.ToolName },
+	})
+	version := opts.Version
+	if version == "" {
+		version = "dev"
+	}
+	a.Server = mcp.NewServer(&mcp.Implementation{Name: "orchestra", Title: "orchestra", Version: version}, &mcp.ServerOptions{
+		Instructions: "orchestra runs whole multi-step tool plans in one call: use agent_orchestrate instead of calling tools one at a time.",
+		Logger:       log,
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+	})
+	a.sync()
+	cat.OnChange(a.sync)
+	return a, nil
+}
+
+// sync brings the server's tool list in line with the catalog: the
+// description of agent_orchestrate lists the current tools, and exposed
+// tools are added and removed.
+func (a *App) sync() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	tools := a.Catalog.List()
+	a.Server.AddTool(orchestrate.MCPTool(tools), a.track(a.Engine.Handler(orchestrate.HandlerOptions{
+		MaxRequestBytes: int(a.Config.Server.MaxRequestBytes),
+	})))
+	want := map[string]bool{}
+	for _, t := range tools {
+		if !a.expose(t) {
+			continue
+		}
+		want[t.Name] = true
+		a.Server.AddTool(mcpTool(t), passthrough(t))
+	}
+	var gone []string
+	for name := range a.exposed {
+		if !want[name] {
+			gone = append(gone, name)
+		}
+	}
+	if len(gone) > 0 {
+		slices.Sort(gone)
+		a.Server.RemoveTools(gone...)
+	}
+	a.exposed = want
+}
+
+// track counts running plans and cancels them when the app drains.
+func (a *App) track(h mcp.ToolHandler) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		a.plans.add()
+		defer a.plans.done()
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		stop := context.AfterFunc(a.drain, cancel)
+		defer stop()
+		return h(ctx, req)
+	}
+}
+
+// InFlight returns how many plans are running.
+func (a *App) InFlight() int { return a.plans.count() }
+
+// waitIdle waits up to d for running plans to end and reports whether they did.
+func (a *App) waitIdle(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-a.plans.idle():
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// inflight counts running plans; idle's channel is closed while none runs.
+type inflight struct {
+	mu   sync.Mutex
+	n    int
+	zero chan struct{}
+}
+
+func (f *inflight) add() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.n == 0 {
+		f.zero = make(chan struct{})
+	}
+	f.n++
+}
+
+func (f *inflight) done() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.n--
+	if f.n == 0 {
+		close(f.zero)
+	}
+}
+
+func (f *inflight) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.n
+}
+
+func (f *inflight) idle() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.n == 0 {
+		c := make(chan struct{})
+		close(c)
+		return c
+	}
+	return f.zero
+}
+
+// cancelPlans cancels every running plan.
+func (a *App) cancelPlans() { a.cancel() }
+
+// expose reports whether t is listed to clients directly.
+func (a *App) expose(t registry.Tool) bool {
+	if t.Source == "builtin" {
+		return a.Config.Server.ExposeBuiltinTools()
+	}
+	return true
+}
+
+// mcpTool returns the MCP definition of a catalog tool.
+func mcpTool(t registry.Tool) *mcp.Tool {
+	mt := &mcp.Tool{Name: t.Name, Title: t.Title, Description: t.Description, Annotations: t.Annotations}
+	if t.InputSchema != nil {
+		mt.InputSchema = t.InputSchema
+	} else {
+		mt.InputSchema = map[string]any{"type": "object"}
+	}
+	if t.OutputSchema != nil {
+		mt.OutputSchema = t.OutputSchema
+	}
+	return mt
+}
+
+// passthrough calls a catalog tool for a client that calls it directly.
+func passthrough(t registry.Tool) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		args, err := decodeArgs(req.Params.Arguments)
+		if err != nil {
+			res := &mcp.CallToolResult{}
+			res.SetError(fmt.Errorf("arguments of %s: %w; send a JSON object", t.Name, err))
+			return res, nil
+		}
+		r, err := t.Invoke(ctx, &registry.CallRequest{Arguments: args})
+		if err != nil {
+			res := &mcp.CallToolResult{}
+			res.SetError(fmt.Errorf("calling %s: %w", t.Name, err))
+			return res, nil
+		}
+		res := &mcp.CallToolResult{Content: r.Content, StructuredContent: r.Structured, IsError: r.IsError}
+		if res.Content == nil {
+			res.Content = []mcp.Content{}
+		}
+		return res, nil
+	}
+}
+
+// ServeStdio serves one client over stdin and stdout until the client goes
+// away or ctx is done.
+func (a *App) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
+	err := a.Server.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{out}})
+	if err != nil && (errors.Is(err, context.Canceled) || errors.Is(err, io.EOF)) {
+		return nil
+	}
+	return err
+}
+
+// Close releases what the app holds: downstream servers and stores.
+func (a *App) Close() error {
+	a.cancel()
+	var errs []error
+	for i := len(a.closers) - 1; i >= 0; i-- {
+		errs = append(errs, a.closers[i]())
+	}
+	return errors.Join(errs...)
+}
+
+func decodeArgs(raw []byte) (map[string]any, error) {
+	args := map[string]any{}
+	if len(raw) == 0 || string(raw) == "null" {
+		return args, nil
+	}
+	if err := json.Unmarshal(raw, &args); err != nil {
+		return nil, err
+	}
+	return args, nil
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
