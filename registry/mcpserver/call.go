@@ -42,7 +42,11 @@ func (s *server) caller(name, tool string, out *jsonschema.Resolved) registry.Ca
 		if tp, ok := toolcontext.TraceparentFrom(ctx); ok {
 			meta[toolcontext.MetaTraceparent] = tp
 		}
-		params := &mcp.CallToolParams{Meta: meta, Name: tool, Arguments: req.Arguments}
+		args := req.Arguments
+		if args == nil {
+			args = map[string]any{} // a nil map would be sent as null
+		}
+		params := &mcp.CallToolParams{Meta: meta, Name: tool, Arguments: args}
 		if req.Progress != nil {
 			tok := s.m.newProgressToken()
 			s.m.progress.Store(tok, req.Progress)

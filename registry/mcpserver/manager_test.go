@@ -82,9 +82,32 @@ func testFixtureTools(t *testing.T, env *testEnv, server string) {
 		if got := len(env.status(t, server).Tools); got != len(env.cat.Names()) {
 			t.Errorf("status counts %d tools, catalog has %d", got, len(env.cat.Names()))
 		}
+		st := env.status(t, server)
+		if len(st.ToolProblems) != 1 || !strings.Contains(st.ToolProblems[0], name("dotted.name")) {
+			t.Errorf("tool problems = %q, want the invalid name %s", st.ToolProblems, name("dotted.name"))
+		}
+		if _, ok := env.cat.Lookup(name("dotted.name")); ok {
+			t.Errorf("%s is in the catalog", name("dotted.name"))
+		}
 		lookup := env.tool(t, name("lookup")).OutputSchema
 		if lookup == nil || lookup.Properties["user"] == nil || lookup.Properties["items"] == nil {
 			t.Fatalf("lookup output schema = %v, want user and items", lookup)
+		}
+	})
+
+	t.Run("unusable schema", func(t *testing.T) {
+		rt := env.tool(t, name("broken_schema"))
+		if !strings.Contains(rt.SchemaProblem, "inputSchema") {
+			t.Errorf("SchemaProblem = %q, want the input schema's problem", rt.SchemaProblem)
+		}
+		if rt.InputSchema.Type != "object" || len(rt.InputSchema.Properties) != 0 {
+			t.Errorf("input schema = %v, want a permissive object", rt.InputSchema)
+		}
+		if got := env.status(t, server).SchemaProblems[rt.Name]; got != rt.SchemaProblem {
+			t.Errorf("status schema problem = %q", got)
+		}
+		if res := call(t, "broken_schema", map[string]any{"x": 1}); res.Text() != "called anyway" {
+			t.Errorf("broken_schema = %q", res.Text())
 		}
 	})
 

@@ -260,6 +260,28 @@ func newServer(stderr io.Writer) *mcp.Server {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(req.Params.Arguments)}}}, nil
 	})
 
+	// broken_schema's input schema refers to a definition it lacks: no
+	// validator can use it, but the tool still works.
+	s.AddTool(&mcp.Tool{
+		Name:        "broken_schema",
+		Description: "Has an input schema that does not resolve.",
+		InputSchema: map[string]any{
+			"type":       "object",
+			"properties": map[string]any{"x": map[string]any{"$ref": "#/definitions/missing"}},
+		},
+	}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "called anyway"}}}, nil
+	})
+
+	// "dotted.name" is a valid MCP tool name that model APIs reject.
+	s.AddTool(&mcp.Tool{
+		Name:        "dotted.name",
+		Description: "Has a name that cannot be a catalog name.",
+		InputSchema: &jsonschema.Schema{Type: "object"},
+	}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "unreachable"}}}, nil
+	})
+
 	mcp.AddTool(s, &mcp.Tool{Name: "add_tool", Description: "Adds a tool named name (an echo) to this server."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in addToolIn) (*mcp.CallToolResult, addToolOut, error) {
 			if in.Name == "" {
