@@ -121,6 +121,10 @@ func (c *Config) applyDefaults() {
 	if c.Server.ShutdownGrace == 0 {
 		c.Server.ShutdownGrace = DefaultShutdownGrace
 	}
+	if c.Server.ExposeBuiltins == nil {
+		t := true
+		c.Server.ExposeBuiltins = &t
+	}
 	if c.Server.SessionTimeout == nil {
 		t := DefaultSessionTimeout
 		c.Server.SessionTimeout = &t
