@@ -70,6 +70,7 @@ const writeIn = `{"type":"object","properties":{
 	"text":{"type":"string"},
 	"n":{"type":"integer"},
 	"flag":{"type":"boolean"},
+	"ratio":{"type":"number"},
 	"items":{"type":"array","items":{"type":"string"}},
 	"opts":{"type":"object","properties":{"format":{"enum":["md","html"]},"width":{"type":"integer"}},"required":["format"],"additionalProperties":false},
 	"any":{}

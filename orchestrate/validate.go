@@ -256,6 +256,7 @@ func (v *validator) ref(s *Step, tool registry.Tool, haveTool bool, r argRef) {
 			is := fail(CodeFieldNotFound, "in binding %q: %v", r.ref.Binding, err)
 			if pe, ok := err.(*PathError); ok {
 				is.AvailableFields = pe.Available
+				is.Suggestions = suggestField(r.ref.Path, pe.At, pe.Available)
 			}
 			return
 		}
@@ -264,7 +265,7 @@ func (v *validator) ref(s *Step, tool registry.Tool, haveTool bool, r argRef) {
 		target, code, msg := v.target(s, r.ref)
 		if target == nil {
 			is := fail(code, "%s", msg)
-			if code == CodeUnknownRef {
+			if _, byIndex := r.ref.StepIndex(); code == CodeUnknownRef && !byIndex {
 				names := sortedKeys(v.byName)
 				is.Suggestions = closest(r.ref.Step, names, 3)
 			}
@@ -274,6 +275,7 @@ func (v *validator) ref(s *Step, tool registry.Tool, haveTool bool, r argRef) {
 		if werr != nil {
 			is := fail(CodeFieldNotFound, "%s: %s%s", r.ref.Canonical(), werr.Reason, availableHint(werr.Available))
 			is.AvailableFields = werr.Available
+			is.Suggestions = suggestField(r.ref.Path, werr.At, werr.Available)
 			return
 		}
 		if unchecked != "" {
@@ -304,6 +306,15 @@ func (v *validator) ref(s *Step, tool registry.Tool, haveTool bool, r argRef) {
 	if !schemas.Compatible(got, wantTypes) {
 		fail(CodeTypeMismatch, "%s is %s, but %q of %q expects %s", r.ref.Canonical(), typeList(got), argName(r.path), s.Tool, typeList(wantTypes))
 	}
+}
+
+// suggestField returns the available names closest to the field of path at
+// index at, the one that was not found.
+func suggestField(path []Seg, at int, available []string) []string {
+	if at < 0 || at >= len(path) || path[at].IsIndex || len(available) == 0 {
+		return nil
+	}
+	return closest(path[at].Key, available, 3)
 }
 
 func availableHint(av []string) string {
@@ -440,7 +451,10 @@ func (v *validator) structure(s *Step, n schemas.Node, val any, path []Seg) {
 		names, closed := n.Properties()
 		for _, req := range n.Required() {
 			if _, ok := val[req]; !ok {
-				v.argIssue(s, path, CodeInvalidArguments, "%q requires argument %q", s.Tool, strings.TrimPrefix(PathString(appendSeg(path, Seg{Key: req})), "."))
+				is := v.argIssue(s, path, CodeInvalidArguments, "%q requires argument %q", s.Tool, strings.TrimPrefix(PathString(appendSeg(path, Seg{Key: req})), "."))
+				if len(path) == 0 {
+					is.Argument = req
+				}
 			}
 		}
 		for _, k := range sortedKeys(val) {
