@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 )
 
 // Crash recovery. Every open Store holds an exclusive lock on a file of its
@@ -63,7 +65,41 @@ func (s *Store) recoverDead(ctx context.Context) (int, error) {
 			return total, err
 		}
 	}
+	s.sweepLocks()
 	return total, nil
+}
+
+// staleLockAge is how old a lock file must be before sweepLocks may remove
+// it: younger ones may belong to a store that has created but not yet
+// locked it.
+const staleLockAge = time.Minute
+
+// sweepLocks removes the lock files of ended owners that left no running
+// runs behind, so they do not pile up. Failures only cost disk entries and
+// are logged.
+func (s *Store) sweepLocks() {
+	dir := ownerDir(s.path)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		s.log.Warn("listing owner lock files", "dir", dir, "err", err)
+		return
+	}
+	for _, e := range entries {
+		owner, ok := strings.CutSuffix(e.Name(), ".lock")
+		if !ok || owner == s.owner {
+			continue
+		}
+		if info, err := e.Info(); err != nil || time.Since(info.ModTime()) < staleLockAge {
+			continue
+		}
+		lock, alive, err := probeOwner(dir, owner)
+		if err != nil || alive || lock == nil {
+			continue
+		}
+		if err := lock.release(true); err != nil && !os.IsNotExist(err) {
+			s.log.Warn("removing a dead owner's lock file", "owner", owner, "err", err)
+		}
+	}
 }
 
 // interruptOwner marks owner's running runs, and their running steps,

@@ -611,16 +611,43 @@ func TestDefaultPath(t *testing.T) {
 
 func TestEnvelopeError(t *testing.T) {
 	tests := map[string]string{
-		``:                 "",
-		`not json`:         "",
-		`{"artifact":{}}`:  "",
-		`{"artifact":{"errors":[{"code":"timeout","message":"step a timed out"}]}}`:               "timeout: step a timed out",
+		``:                "",
+		`not json`:        "",
+		`{"artifact":{}}`: "",
+		`{"artifact":{"errors":[{"code":"timeout","message":"step a timed out"}]}}`:             "timeout: step a timed out",
 		`{"artifact":{"errors":[],"validation_errors":[{"code":"unknown_ref","message":"m"}]}}`: "unknown_ref: m",
-		`{"artifact":{"errors":[{"code":"cancelled"}]}}`:                                         "cancelled",
+		`{"artifact":{"errors":[{"code":"cancelled"}]}}`:                                        "cancelled",
 	}
 	for in, want := range tests {
 		if got := envelopeError(json.RawMessage(in)); got != want {
 			t.Errorf("envelopeError(%s) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestSweepsStaleLocks: lock files of ended stores that left no runs
+// running are removed once they are old enough to be sure of.
+func TestSweepsStaleLocks(t *testing.T) {
+	path := tempDB(t)
+	dir := ownerDir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	old, fresh := filepath.Join(dir, "old.lock"), filepath.Join(dir, "fresh.lock")
+	for _, f := range []string{old, fresh} {
+		if err := os.WriteFile(f, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	long := time.Now().Add(-2 * staleLockAge)
+	if err := os.Chtimes(old, long, long); err != nil {
+		t.Fatal(err)
+	}
+	openTest(t, path, Options{})
+	if _, err := os.Stat(old); !os.IsNotExist(err) {
+		t.Errorf("stale lock file kept: %v", err)
+	}
+	if _, err := os.Stat(fresh); err != nil {
+		t.Errorf("fresh lock file removed: %v", err)
 	}
 }
