@@ -121,7 +121,7 @@ func newFlagSet(env *cliEnv, name string, cf *commonFlags) *flag.FlagSet {
 	fs := flag.NewFlagSet("orchestra "+name, flag.ContinueOnError)
 	fs.SetOutput(env.stderr)
 	if cf != nil {
-		fs.StringVar(&cf.config, "config", os.Getenv("ORCHESTRA_CONFIG"), "configuration `file` (YAML or JSON); default $ORCHESTRA_CONFIG")
+		fs.StringVar(&cf.config, "config", "", "configuration `file` (YAML or JSON); default $ORCHESTRA_CONFIG")
 		fs.StringVar(&cf.logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
 	}
 	return fs
@@ -147,6 +147,9 @@ func (cf *commonFlags) load(env *cliEnv) (*config.Config, *slog.Logger, bool) {
 		return nil, nil, false
 	}
 	logger := slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: level}))
+	if cf.config == "" {
+		cf.config = os.Getenv("ORCHESTRA_CONFIG")
+	}
 	if cf.config == "" {
 		return config.Default(), logger, true
 	}

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"gopkg.in/yaml.v3"
+
+	"github.com/orchestra-mcp/orchestra/config"
+	"github.com/orchestra-mcp/orchestra/orchestrate"
+	"github.com/orchestra-mcp/orchestra/registry/builtin"
+)
+
+var updateReadme = flag.Bool("update-readme", false, "rewrite the generated sections of README.md")
+
+// generated returns the README's generated sections, made from the code.
+func generated(t *testing.T) map[string]string {
+	t.Helper()
+	sections := map[string]string{}
+
+	var cli strings.Builder
+	for _, c := range commands {
+		fmt.Fprintf(&cli, "### `orchestra %s`\n\n%s\n\n```\norchestra %s %s\n", c.name, c.summary, c.name, c.args)
+		var stderr bytes.Buffer
+		run(context.Background(), []string{c.name, "-h"}, strings.NewReader(""), &bytes.Buffer{}, &stderr)
+		help := strings.TrimSpace(stderr.String())
+		if _, flags, ok := strings.Cut(help, "\n"); ok {
+			cli.WriteString(flags + "\n")
+		}
+		cli.WriteString("```\n\n")
+	}
+	cli.WriteString("Exit codes: 0 success; 1 the plan ran and did not succeed (or the server failed); 2 invalid input or usage.\n")
+	sections["cli"] = cli.String()
+
+	data, err := yaml.Marshal(config.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sections["config"] = "```yaml\n" + string(data) + "```\n"
+
+	var tools strings.Builder
+	tools.WriteString("| tool | what it does |\n|---|---|\n")
+	cfg := builtin.DefaultConfig()
+	cfg.HTTP.AllowedHosts = []string{"example.com"} // list http_request too
+	for _, tool := range builtin.Tools(cfg) {
+		summary, _, _ := strings.Cut(strings.TrimSpace(tool.Description), "\n")
+		fmt.Fprintf(&tools, "| `%s` | %s |\n", tool.Name, strings.ReplaceAll(summary, "|", "\\|"))
+	}
+	sections["builtins"] = tools.String()
+
+	lim := orchestrate.DefaultLimits()
+	sections["limits"] = fmt.Sprintf("max_depth %d · max_steps %d · max_parallel %d · max_nesting %d · step timeout %s · plan timeout %s · step output %d KiB · response %d KiB in the envelope\n",
+		lim.MaxDepth, lim.MaxSteps, lim.MaxParallel, lim.MaxNesting, lim.StepTimeout, lim.PlanTimeout, lim.MaxStepOutputBytes>>10, lim.MaxResponseBytes>>10)
+	return sections
+}
+
+var sectionRE = regexp.MustCompile(`(?s)<!-- BEGIN GENERATED: (\w+) -->\n(.*?)<!-- END GENERATED: (\w+) -->`)
+
+// TestReadmeGenerated fails when the README's CLI, configuration, tool and
+// limit references differ from what the code says. Rewrite them with
+// go test -run TestReadmeGenerated -update-readme .
+func TestReadmeGenerated(t *testing.T) {
+	data, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := generated(t)
+	seen := map[string]bool{}
+	out := sectionRE.ReplaceAllStringFunc(string(data), func(m string) string {
+		sub := sectionRE.FindStringSubmatch(m)
+		name := sub[1]
+		seen[name] = true
+		if *updateReadme {
+			return "<!-- BEGIN GENERATED: " + name + " -->\n" + want[name] + "<!-- END GENERATED: " + name + " -->"
+		}
+		if diff := cmp.Diff(want[name], sub[2]); diff != "" {
+			t.Errorf("README section %q is stale (-want +got):\n%s\nrun: go test -run TestReadmeGenerated -update-readme .", name, diff)
+		}
+		return m
+	})
+	for name := range want {
+		if !seen[name] {
+			t.Errorf("README has no generated section %q", name)
+		}
+	}
+	if *updateReadme {
+		if err := os.WriteFile("README.md", []byte(out), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestReadmeCommands checks that the commands the README tells a new user
+// to run are the ones that work: the quick start plan runs and succeeds.
+func TestReadmeCommands(t *testing.T) {
+	data, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{"go run . run examples/quickstart.json", "go test ./..."} {
+		if !strings.Contains(string(data), cmd) {
+			t.Errorf("README does not show %q", cmd)
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"run", "examples/quickstart.json"}, strings.NewReader(""), &stdout, &stderr); code != exitOK {
+		t.Fatalf("orchestra run examples/quickstart.json exited %d:\n%s", code, stderr.String())
+	}
+}
