@@ -60,7 +60,8 @@ var (
 	ErrSchemaTooNew = errors.New("execution store schema is newer than this orchestra")
 )
 
-// Run is the record of one orchestration.
+// Run is the record of one orchestration. Times read back from the store are
+// in UTC, to the nanosecond.
 type Run struct {
 	// ExecID identifies the run; it is unique in the store.
 	ExecID string
@@ -198,7 +199,8 @@ func DefaultPath() (string, error) {
 // Open marks as interrupted the runs left running by store instances that
 // no longer exist — a process that crashed or was killed; [Store.Stats] tells
 // how many. Runs of a store that is still open, in this process or another,
-// are left alone. Open then applies the retention policy.
+// are left alone; an in-memory store has nothing to recover. Open then
+// applies the retention policy.
 func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if path == "" {
 		return nil, errors.New("opening execution store: empty path (use DefaultPath or \"memory\")")
