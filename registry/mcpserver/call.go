@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/orchestra-mcp/orchestra/registry"
 	"github.com/orchestra-mcp/orchestra/toolcontext"
@@ -80,15 +79,14 @@ func (s *server) caller(name, tool string, out *jsonschema.Resolved) registry.Ca
 // callError classifies a failed call: the caller's cancellation or
 // deadline; a lost server (the connection is marked lost, so the server is
 // restarted, and the error wraps ErrServerUnavailable and is transient); or
-// a protocol error from a live server.
+// any other failure of a live server (a JSON-RPC error, a result that does
+// not decode), which is returned as it is.
 func (s *server) callError(ctx context.Context, c *connection, name string, err error) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return fmt.Errorf("calling %s: %w", name, ctxErr)
 	}
-	var wire *jsonrpc.Error
-	if errors.As(err, &wire) {
-		return fmt.Errorf("calling %s: %w", name, err)
-	}
+	// Checked first: the HTTP transport wraps network failures in a
+	// JSON-RPC "rejected by transport" error.
 	if connectionLost(err) {
 		c.markLost(fmt.Errorf("call of %s failed: %w", name, err))
 		return registry.Transient(fmt.Errorf("calling %s: %w: %w", name, registry.ErrServerUnavailable, err))

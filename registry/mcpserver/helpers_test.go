@@ -28,6 +28,10 @@ func TestMain(m *testing.M) {
 }
 
 func runTests(m *testing.M) int {
+	if bin := os.Getenv("MCPSERVER_FIXTURE"); bin != "" {
+		fixtureBin = bin // a helper process started by a test
+		return m.Run()
+	}
 	dir, err := os.MkdirTemp("", "mcpserver-fixture")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -194,7 +198,15 @@ func (e *testEnv) tool(t *testing.T, name string) registry.Tool {
 // its URL, read from the line it prints once it listens.
 func startHTTPFixture(t *testing.T) string {
 	t.Helper()
-	cmd := exec.Command(fixtureBin, "-http", "127.0.0.1:0")
+	url, _ := startHTTPFixtureAt(t, "127.0.0.1:0")
+	return url
+}
+
+// startHTTPFixtureAt runs the fixture server over Streamable HTTP on addr
+// and returns its URL and a function that stops it.
+func startHTTPFixtureAt(t *testing.T, addr string) (string, func()) {
+	t.Helper()
+	cmd := exec.Command(fixtureBin, "-http", addr)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -203,17 +215,21 @@ func startHTTPFixture(t *testing.T) string {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	})
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			done := make(chan struct{})
+			go func() { _ = cmd.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(5 * time.Second):
+				_ = cmd.Process.Kill()
+				<-done
+			}
+		})
+	}
+	t.Cleanup(stop)
 	lines := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
@@ -228,9 +244,9 @@ func startHTTPFixture(t *testing.T) string {
 		if !ok || !found {
 			t.Fatalf("fixture server printed %q, want \"listening on URL\"", line)
 		}
-		return addr
+		return addr, stop
 	case <-time.After(20 * time.Second):
 		t.Fatal("the HTTP fixture server did not report its address")
 	}
-	return ""
+	return "", stop
 }

@@ -174,9 +174,9 @@ func NewManager(servers map[string]ServerConfig, cat *registry.Catalog, opts Opt
 			refresh: make(chan struct{}, 1),
 		}
 		if err := cfg.Validate(name); err != nil {
-			s.state, s.err = StateDisabled, err
+			s.state, s.err, s.disabled = StateDisabled, err, true
 		} else if cfg.Disabled {
-			s.state, s.err = StateDisabled, errors.New("disabled in the configuration")
+			s.state, s.err, s.disabled = StateDisabled, errors.New("disabled in the configuration"), true
 		}
 		m.servers[name] = s
 		m.names = append(m.names, name)
@@ -193,9 +193,12 @@ func NewManager(servers map[string]ServerConfig, cat *registry.Catalog, opts Opt
 func (m *Manager) Start(ctx context.Context) {
 	var pending []chan struct{}
 	m.startOnce.Do(func() {
+		if m.ctx.Err() != nil {
+			return // closed before it started
+		}
 		for _, name := range m.names {
 			s := m.servers[name]
-			if s.state == StateDisabled {
+			if s.disabled {
 				if s.cfg.Disabled {
 					s.log.Info("downstream server disabled")
 				} else {
@@ -268,7 +271,7 @@ func (m *Manager) Close() error {
 		}
 		for _, s := range m.servers {
 			s.mu.Lock()
-			if s.state != StateDisabled {
+			if !s.disabled {
 				s.setStateLocked(StateClosed, nil)
 			}
 			s.mu.Unlock()

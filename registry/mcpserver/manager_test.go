@@ -1,13 +1,19 @@
 package mcpserver
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -130,6 +136,14 @@ func testFixtureTools(t *testing.T, env *testEnv, server string) {
 		res := call(t, "fail", map[string]any{"message": "boom"})
 		if !res.IsError || !strings.Contains(res.Text(), "boom") {
 			t.Errorf("fail = %+v, want isError with the message", res)
+		}
+		// Arguments the server rejects fail the call, not the server.
+		res, err := env.tool(t, name("echo")).Invoke(ctx, &registry.CallRequest{Arguments: map[string]any{"text": 5}})
+		if (err == nil && !res.IsError) || errors.Is(err, registry.ErrServerUnavailable) || registry.IsTransient(err) {
+			t.Errorf("echo with a bad argument = %+v, %v; want a tool or protocol error", res, err)
+		}
+		if st := env.status(t, server); st.State != StateConnected || st.Restarts != 0 {
+			t.Errorf("status after a bad argument = %+v", st)
 		}
 	})
 
@@ -489,3 +503,95 @@ func TestConnectToNothingOverHTTP(t *testing.T) {
 
 // Compile-time check that the manager's progress routing matches the SDK.
 var _ = (&mcp.ClientOptions{}).ProgressNotificationHandler
+
+func TestHTTPServerGoneAndBack(t *testing.T) {
+	checkGoroutines(t)
+	url, stop := startHTTPFixtureAt(t, "127.0.0.1:0")
+	env := startManager(t, map[string]ServerConfig{"web": {URL: url + "/mcp"}}, Options{})
+	echo := env.tool(t, "web__echo")
+	stop()
+
+	_, err := echo.Invoke(t.Context(), &registry.CallRequest{Arguments: map[string]any{"text": "x"}})
+	if !errors.Is(err, registry.ErrServerUnavailable) || !registry.IsTransient(err) {
+		t.Fatalf("echo with the server gone: err = %v, want a transient ErrServerUnavailable", err)
+	}
+	eventually(t, 10*time.Second, "the tools to leave the catalog", func() bool { return len(env.cat.Names()) == 0 })
+
+	// The same address again: the manager reconnects by itself.
+	startHTTPFixtureAt(t, strings.TrimPrefix(url, "http://"))
+	eventually(t, 20*time.Second, "the server to be back", func() bool {
+		return env.status(t, "web").State == StateConnected
+	})
+	res, err := echo.Invoke(t.Context(), &registry.CallRequest{Arguments: map[string]any{"text": "back"}})
+	if err != nil || res.Structured.(map[string]any)["text"] != "back" {
+		t.Fatalf("echo after the server came back = %v, %v", res, err)
+	}
+}
+
+func TestDefaultCallTimeout(t *testing.T) {
+	checkGoroutines(t)
+	env := startManager(t, map[string]ServerConfig{"fx": {Command: fixtureBin, Timeout: Duration(300 * time.Millisecond)}}, Options{})
+	_, err := env.tool(t, "fx__sleep").Invoke(t.Context(), &registry.CallRequest{Arguments: map[string]any{"ms": 30000}})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want the server's timeout to apply", err)
+	}
+	// A deadline of the caller's own wins over the server's default.
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	res, err := env.tool(t, "fx__sleep").Invoke(ctx, &registry.CallRequest{Arguments: map[string]any{"ms": 500}})
+	if err != nil || res.Structured.(map[string]any)["slept_ms"] != 500.0 {
+		t.Fatalf("sleep within the caller's deadline = %v, %v", res, err)
+	}
+}
+
+// TestChildDiesWithOrchestra kills a process running a manager with
+// SIGKILL, which runs no cleanup at all, and checks that its server went
+// with it.
+func TestChildDiesWithOrchestra(t *testing.T) {
+	if os.Getenv("MCPSERVER_TEST_PARENT") == "1" {
+		m := NewManager(map[string]ServerConfig{"fx": {Command: fixtureBin}}, registry.NewCatalog(), Options{})
+		m.Start(context.Background())
+		fmt.Println("pid", m.Status()[0].PID)
+		select {} // until killed
+	}
+	if runtime.GOOS != "linux" {
+		t.Skip("only Linux kills children when their parent dies")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestChildDiesWithOrchestra$")
+	cmd.Env = append(os.Environ(), "MCPSERVER_TEST_PARENT=1", "MCPSERVER_FIXTURE="+fixtureBin)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	lines := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "pid ") {
+				lines <- sc.Text()
+				break
+			}
+		}
+		close(lines)
+		_, _ = io.Copy(io.Discard, out)
+	}()
+	var pid int
+	select {
+	case line := <-lines:
+		pid, _ = strconv.Atoi(strings.TrimPrefix(line, "pid "))
+	case <-time.After(30 * time.Second):
+		t.Fatal("the helper process did not report its server")
+	}
+	if pid == 0 || processGone(pid) {
+		t.Fatalf("server pid %d is not running", pid)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	eventually(t, 10*time.Second, "the server to die with its parent", func() bool { return processGone(pid) })
+}

@@ -26,7 +26,8 @@ type server struct {
 	cfg  ServerConfig
 	log  *slog.Logger
 
-	refresh chan struct{} // tools/list_changed arrived
+	refresh  chan struct{} // tools/list_changed arrived
+	disabled bool          // set once by NewManager
 
 	mu             sync.Mutex
 	state          State
