@@ -256,6 +256,20 @@ func (r *run) execute(ctx, pctx context.Context) {
 	finished := map[*Step]bool{}
 	inflight := 0
 	next := 0 // the next top-level step (sequential schedule)
+	stopped := func() {
+		// The plan's deadline passed or the caller cancelled.
+		r.halting.Store(true)
+		if r.m.Done() {
+			return
+		}
+		if ctx.Err() != nil {
+			r.addError(&Error{Code: CodeCancelled, Message: "the caller cancelled the orchestration"})
+			r.fire(ctx, fsm.EventCancelled, nil)
+		} else {
+			r.addError(&Error{Code: CodeTimeout, Message: fmt.Sprintf("the plan did not finish within its timeout of %s; raise timeout_ms or make the plan shorter", r.lim.PlanTimeout)})
+			r.fire(ctx, fsm.EventTimeout, nil)
+		}
+	}
 
 	ready := func(s *Step) bool {
 		for _, d := range r.deps[s] {
@@ -267,7 +281,6 @@ func (r *run) execute(ctx, pctx context.Context) {
 	}
 	for {
 		if !r.halting.Load() && pctx.Err() == nil && !r.m.Done() {
-			dispatched := false
 			for changed := true; changed; {
 				changed = false
 				for i, s := range r.plan.Steps {
@@ -287,7 +300,6 @@ func (r *run) execute(ctx, pctx context.Context) {
 						continue
 					}
 					inflight++
-					dispatched = true
 					r.markStarted(s)
 					r.fire(ctx, fsm.EventStepStarted, r.snapshot(s))
 					go func() {
@@ -296,12 +308,15 @@ func (r *run) execute(ctx, pctx context.Context) {
 					}()
 				}
 			}
-			if dispatched {
-				r.fire(ctx, fsm.EventStepsDispatched, nil)
-			}
 		}
 		if inflight == 0 {
 			break
+		}
+		// Wait in awaiting_results: after one of several concurrent steps
+		// (schedule dag) ended, the loop is back in dispatching_step even
+		// when it started nothing new.
+		if r.m.Current() == fsm.StateDispatchingStep {
+			r.fire(ctx, fsm.EventStepsDispatched, nil)
 		}
 		select {
 		case d := <-results:
@@ -312,16 +327,7 @@ func (r *run) execute(ctx, pctx context.Context) {
 			}
 			r.outcome(ctx, d.s)
 		case <-pctx.Done():
-			r.halting.Store(true)
-			if !r.m.Done() {
-				if ctx.Err() != nil {
-					r.addError(&Error{Code: CodeCancelled, Message: "the caller cancelled the orchestration"})
-					r.fire(ctx, fsm.EventCancelled, nil)
-				} else {
-					r.addError(&Error{Code: CodeTimeout, Message: fmt.Sprintf("the plan did not finish within its timeout of %s; raise timeout_ms or make the plan shorter", r.lim.PlanTimeout)})
-					r.fire(ctx, fsm.EventTimeout, nil)
-				}
-			}
+			stopped()
 			// In-flight steps see the same context and return; wait for them.
 			for inflight > 0 {
 				d := <-results
@@ -330,10 +336,18 @@ func (r *run) execute(ctx, pctx context.Context) {
 			}
 		}
 	}
+	unstarted := false
 	for _, s := range r.plan.Steps {
 		if !started[s] {
+			unstarted = true
 			r.skipTree(s, nil)
 		}
+	}
+	// The deadline or a cancellation may come while no step is in flight
+	// (before the first one, or between two): the steps it kept from
+	// starting make the plan fail, not complete.
+	if unstarted && pctx.Err() != nil {
+		stopped()
 	}
 	if !r.m.Done() {
 		r.fire(ctx, fsm.EventFinished, nil)

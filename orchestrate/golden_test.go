@@ -129,7 +129,8 @@ type goldenOptions struct {
 	// CancelAfterMS cancels the caller's context after that much fake time.
 	CancelAfterMS int `json:"cancel_after_ms"`
 	// Prompt runs the prompt path with a planner that returns the request's
-	// plan, or fails with PlannerError.
+	// plan; PlannerError makes the planner fail instead.
+	Prompt       bool   `json:"prompt"`
 	PlannerError string `json:"planner_error"`
 }
 
@@ -391,7 +392,7 @@ func TestGoldenRun(t *testing.T) {
 					time.AfterFunc(time.Duration(opts.CancelAfterMS)*time.Millisecond, cancel)
 				}
 				var env *Envelope
-				if opts.PlannerError != "" || req.Prompt != "" {
+				if opts.PlannerError != "" || opts.Prompt {
 					plan := req.Plan
 					req.Plan = nil
 					env = te.RunPrompt(ctx, req, func(ctx context.Context) (*Plan, *PlannerInfo, []*Issue, error) {
