@@ -373,6 +373,9 @@ func TestServerMissingAtStart(t *testing.T) {
 			t.Errorf("%s: status %+v, want failed with a reason", name, st)
 		}
 	}
+	if st := env.status(t, "failing"); !strings.Contains(st.Error, "exited with status 2") {
+		t.Errorf("failing: error %q does not give the exit status", st.Error)
+	}
 	if st := env.status(t, "missing"); !strings.Contains(st.Error, "/nonexistent/mcp-server") {
 		t.Errorf("missing: error %q does not name the command", st.Error)
 	}
@@ -411,6 +414,9 @@ func TestFiltersAndExpose(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"only__add", "only__echo"}, only); diff != "" {
 		t.Errorf("include list (-want +got):\n%s", diff)
+	}
+	if st := env.status(t, "only"); len(st.ToolProblems) != 1 || !strings.Contains(st.ToolProblems[0], `"nosuch"`) {
+		t.Errorf("tool problems = %q, want the missing included tool", st.ToolProblems)
 	}
 	if _, ok := env.cat.Lookup("except__crash"); ok {
 		t.Error("except__crash was excluded but is in the catalog")

@@ -274,6 +274,9 @@ func (s *server) connect(ctx context.Context) (*connection, error) {
 	if err != nil {
 		if c.cmd != nil {
 			killGroup(c.cmd)
+			if ps := c.cmd.ProcessState; ps != nil && ps.Exited() {
+				err = fmt.Errorf("%w (the process exited with status %d; its stderr is in the log)", err, ps.ExitCode())
+			}
 		}
 		if c.http != nil {
 			c.http.CloseIdleConnections()
@@ -306,12 +309,13 @@ func (s *server) load(ctx context.Context, c *connection) error {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout())
 	defer cancel()
 	var tools []registry.Tool
-	var names []string
+	var names, seen []string
 	schemaProblems := map[string]string{}
 	for t, err := range c.session.Tools(ctx, nil) {
 		if err != nil {
 			return fmt.Errorf("listing tools: %w", err)
 		}
+		seen = append(seen, t.Name)
 		if !s.cfg.wants(t.Name) {
 			continue
 		}
@@ -323,6 +327,12 @@ func (s *server) load(ctx context.Context, c *connection) error {
 		tools = append(tools, rt)
 	}
 	var problems []string
+	for _, want := range s.cfg.Tools {
+		if !slices.Contains(seen, want) {
+			problems = append(problems, fmt.Sprintf("tool %q is in the include list but the server has no such tool", want))
+			s.log.Warn("included tool not found on the server", "tool", want)
+		}
+	}
 	if err := s.m.cat.ReplaceSource(s.name, tools); err != nil {
 		s.log.Error("some tools were not added to the catalog", "error", err)
 		problems = append(problems, err.Error())
