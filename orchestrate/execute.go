@@ -99,6 +99,9 @@ func (r *run) run(ctx context.Context, planner PlanFunc) (env *Envelope) {
 			r.plan = plan
 		}
 		if err != nil || len(issues) > 0 {
+			if issues == nil {
+				issues = []*Issue{}
+			}
 			r.valid = &Validation{Errors: issues, Warnings: []*Issue{}}
 			if err != nil {
 				r.errors = append(r.errors, &Error{Code: plannerCode(ctx, err), Message: err.Error()})
@@ -132,6 +135,9 @@ func (r *run) run(ctx context.Context, planner PlanFunc) (env *Envelope) {
 	r.info.Leaves = len(r.plan.Leaves())
 	r.prepare()
 	if r.req.DryRun || r.plan.Type == "direct_response" {
+		for _, s := range r.plan.Steps {
+			r.skipTree(s, nil) // nothing runs
+		}
 		r.fire(ctx, fsm.EventDispatch, nil)
 		r.fire(ctx, fsm.EventFinished, nil)
 		return r.finish(ctx)
@@ -367,7 +373,11 @@ func (r *run) outcome(ctx context.Context, s *Step) {
 		default:
 			r.halting.Store(true)
 			r.addError(&Error{StepID: s.ID, Code: CodeHalted, Message: fmt.Sprintf("group %s failed; the plan halted and the remaining steps were skipped", s.ID)})
-			r.fire(ctx, fsm.EventStepFailed, rec)
+			if rec.Error != nil && rec.Error.Code == CodePanic {
+				r.fire(ctx, fsm.EventPanic, rec)
+			} else {
+				r.fire(ctx, fsm.EventStepFailed, rec)
+			}
 		}
 		return
 	}
@@ -526,16 +536,25 @@ func (r *run) runGroup(ctx context.Context, g *Step) {
 	if grec.StartedAt != nil {
 		grec.DurationMS = time.Since(*grec.StartedAt).Milliseconds()
 	}
-	failed := 0
-	var firstErr *Error
+	failed, partial := 0, false
+	var firstErr, haltErr *Error
 	for _, c := range g.Parallel {
 		crec := r.records[c]
+		if crec.Status == StatusPartial {
+			partial = true
+		}
 		if crec.Status != StatusSuccess && crec.Status != StatusPartial && crec.Status != StatusSkipped {
 			failed++
 			if firstErr == nil && crec.Error != nil {
 				firstErr = crec.Error
 			}
+			if haltErr == nil && crec.Error != nil && c.OnError != OnErrorContinue {
+				haltErr = crec.Error
+			}
 		}
+	}
+	if haltErr == nil {
+		haltErr = firstErr
 	}
 	switch g.Merge {
 	case MergeFirstSuccess:
@@ -570,10 +589,13 @@ func (r *run) runGroup(ctx context.Context, g *Step) {
 		}
 		grec.Output = out
 		switch {
+		case halting && haltErr != nil:
+			grec.Status = StatusFailed
+			grec.Error = &Error{StepID: g.ID, Code: haltErr.Code, Message: fmt.Sprintf("child %s failed: %s", haltErr.StepID, haltErr.Message)}
 		case halting:
 			grec.Status = StatusFailed
-			grec.Error = &Error{StepID: g.ID, Code: firstErr.Code, Message: fmt.Sprintf("child %s failed: %s", firstErr.StepID, firstErr.Message)}
-		case failed > 0:
+			grec.Error = &Error{StepID: g.ID, Code: CodeToolError, Message: "a child failed"}
+		case failed > 0 || partial:
 			grec.Status = StatusPartial
 		}
 	}
@@ -883,21 +905,28 @@ func (r *run) envelope() *Envelope {
 		}
 	}
 	a.Errors = append(a.Errors, r.errors...)
+	// The errors of tool steps and of skipped steps, except the losers a
+	// won first_success race cancelled: cancelling them is the strategy
+	// working, not a failure.
 	var stepErrs []*Error
-	anyFailed := false
-	var walk func([]*StepRecord)
-	walk = func(rs []*StepRecord) {
+	var walk func(rs []*StepRecord, wonRace bool)
+	walk = func(rs []*StepRecord, wonRace bool) {
 		for _, rec := range rs {
-			if rec.Type == "tool" && rec.Error != nil {
+			if rec.Error != nil && (rec.Type == "tool" || rec.Status == StatusSkipped) && !(wonRace && rec.Status == StatusCancelled) {
 				stepErrs = append(stepErrs, rec.Error)
 			}
-			if rec.Status == StatusFailed || rec.Status == StatusPartial || rec.Status == StatusCancelled || (rec.Status == StatusSkipped && rec.Error != nil) {
-				anyFailed = true
-			}
-			walk(rec.Children)
+			walk(rec.Children, rec.Merge == MergeFirstSuccess && rec.Status == StatusSuccess)
 		}
 	}
-	walk(a.Steps)
+	walk(a.Steps, false)
+	// A group's status sums up its children, so the plan's status follows
+	// from the top-level steps.
+	anyFailed := false
+	for _, rec := range a.Steps {
+		if rec.Status == StatusFailed || rec.Status == StatusPartial || rec.Status == StatusCancelled || (rec.Status == StatusSkipped && rec.Error != nil) {
+			anyFailed = true
+		}
+	}
 	a.Errors = append(append([]*Error{}, stepErrs...), a.Errors...)
 	a.DryRun = r.req.DryRun
 	switch {
