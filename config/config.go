@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"reflect"
 	"regexp"
@@ -17,6 +18,7 @@ import (
 	"github.com/orchestra-mcp/orchestra/internal/suggest"
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 	"github.com/orchestra-mcp/orchestra/registry/builtin"
+	"github.com/orchestra-mcp/orchestra/registry/mcpserver"
 )
 
 // Config is the whole configuration file.
@@ -27,6 +29,9 @@ type Config struct {
 	Builtins builtin.Config `yaml:"builtins" json:"builtins"`
 	// Server configures the MCP server.
 	Server Server `yaml:"server" json:"server"`
+	// MCPServers are the downstream MCP servers whose tools plans call, in
+	// the shape of Claude Desktop's mcpServers block.
+	MCPServers map[string]mcpserver.ServerConfig `yaml:"mcpServers" json:"mcpServers"`
 
 	// path is the file the configuration came from.
 	path string
@@ -189,6 +194,11 @@ func (c *Config) validate() error {
 	}
 	if l.StepTimeout < 0 || l.PlanTimeout < 0 {
 		problems = append(problems, "limits timeouts must not be negative")
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.MCPServers)) {
+		if err := c.MCPServers[name].Validate(name); err != nil {
+			problems = append(problems, fmt.Sprintf("mcpServers.%s: %v", name, err))
+		}
 	}
 	slices.Sort(problems)
 	if len(problems) > 0 {
