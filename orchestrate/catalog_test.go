@@ -155,8 +155,9 @@ func defaultCatalog(t testing.TB) *registry.Catalog {
 			<-ctx.Done()
 			return nil, ctx.Err()
 		}),
-		// boom panics.
-		fakeTool(t, "boom", "", `{"type":"object"}`, func(ctx context.Context, args map[string]any) (*registry.Result, error) {
+		// boom panics, after ms of (fake) time if given.
+		fakeTool(t, "boom", `{"type":"object","properties":{"ms":{"type":"integer"}}}`, `{"type":"object"}`, func(ctx context.Context, args map[string]any) (*registry.Result, error) {
+			time.Sleep(time.Duration(argInt(args, "ms", 0)) * time.Millisecond)
 			panic("kaboom")
 		}),
 		// artifact returns a downstream artifact envelope.
