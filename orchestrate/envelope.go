@@ -3,6 +3,7 @@ package orchestrate
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -253,36 +254,52 @@ func truncationMarker(data []byte, limit int) map[string]any {
 		"_truncated": true,
 		"bytes":      len(data),
 		"preview":    strings.ToValidUTF8(string(preview), "") + "…",
-		"message":    fmt.Sprintf("output of %d bytes truncated to fit the response; read the full record or narrow the output with json_query", len(data)),
+		"message":    fmt.Sprintf("a value of %d bytes was truncated to fit the response; read the full record or narrow the output with json_query", len(data)),
 	}
 }
 
 // capOutputs replaces outputs larger than the per-step limit with markers,
-// then the largest ones until the response fits its limit.
+// then the largest ones until the response fits its limit. The resolved
+// arguments of steps and the bindings (which repeat the outputs of steps
+// with a result_key) count as outputs: each of them could carry a large
+// value into the response.
 func capOutputs(a *Artifact, perStep, total int) {
-	type sized struct {
-		r    *StepRecord
+	type slot struct {
+		get  func() any
+		set  func(map[string]any)
 		size int
 	}
-	var all []sized
+	var all []*slot
+	addSlot := func(get func() any, set func(map[string]any)) {
+		v := get()
+		if v == nil {
+			return
+		}
+		data, err := json.Marshal(v)
+		if err != nil {
+			return
+		}
+		if len(data) > perStep {
+			set(truncationMarker(data, perStep))
+			a.Truncated = true
+			data, _ = json.Marshal(get())
+		}
+		all = append(all, &slot{get, set, len(data)})
+	}
 	var walk func([]*StepRecord)
 	walk = func(rs []*StepRecord) {
 		for _, r := range rs {
-			if r.Output != nil {
-				data, err := json.Marshal(r.Output)
-				if err == nil {
-					if len(data) > perStep {
-						r.Output = truncationMarker(data, perStep)
-						a.Truncated = true
-						data, _ = json.Marshal(r.Output)
-					}
-					all = append(all, sized{r, len(data)})
-				}
+			addSlot(func() any { return r.Output }, func(m map[string]any) { r.Output = m })
+			if r.Arguments != nil {
+				addSlot(func() any { return r.Arguments }, func(m map[string]any) { r.Arguments = m })
 			}
 			walk(r.Children)
 		}
 	}
 	walk(a.Steps)
+	for _, k := range slices.Sorted(maps.Keys(a.Bindings)) {
+		addSlot(func() any { return a.Bindings[k] }, func(m map[string]any) { a.Bindings[k] = m })
+	}
 	size := 0
 	for _, s := range all {
 		size += s.size
@@ -290,14 +307,18 @@ func capOutputs(a *Artifact, perStep, total int) {
 	if size <= total {
 		return
 	}
-	slices.SortFunc(all, func(x, y sized) int { return y.size - x.size })
+	slices.SortStableFunc(all, func(x, y *slot) int { return y.size - x.size })
 	for _, s := range all {
 		if size <= total {
 			break
 		}
-		data, _ := json.Marshal(s.r.Output)
-		s.r.Output = truncationMarker(data, 256)
-		small, _ := json.Marshal(s.r.Output)
+		data, _ := json.Marshal(s.get())
+		marker := truncationMarker(data, 256)
+		small, _ := json.Marshal(marker)
+		if len(small) >= s.size {
+			continue // a marker would not make the response smaller
+		}
+		s.set(marker)
 		size -= s.size - len(small)
 		a.Truncated = true
 	}

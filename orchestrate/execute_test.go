@@ -2,6 +2,7 @@ package orchestrate
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"sync"
@@ -463,5 +464,50 @@ func TestExecIDs(t *testing.T) {
 	}
 	if !slices.Equal(ids, []string{"id-2", "id-3"}) {
 		t.Errorf("step exec ids %v, want id-2 id-3", ids)
+	}
+}
+
+// The values the response carries (outputs, resolved arguments, bindings)
+// fit the response cap, each under the per-step cap, and the envelope says
+// it truncated them.
+func TestResponseCap(t *testing.T) {
+	te := newTestEngine(t, defaultCatalog(t), Limits{MaxStepOutputBytes: 5000, MaxResponseBytes: 6000})
+	env := te.Run(t.Context(), mustRequest(t, `{"plan":{"steps":[
+		{"result_key":"a","tool":"big","arguments":{"size":4000}},
+		{"result_key":"b","tool":"echo","arguments":{"v":"$a.output.data"}},
+		{"tool":"echo","arguments":{"v":"${a.output.data}${b.output.v}"}}
+	]}}`))
+	if env.Artifact.Status != StatusSuccess {
+		t.Fatalf("status %s: %v", env.Artifact.Status, env.Artifact.Errors)
+	}
+	size := func(v any) int {
+		data, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(data)
+	}
+	total := 0
+	for _, r := range env.Artifact.Steps {
+		for _, v := range []any{r.Output, r.Arguments} {
+			if n := size(v); n > 5000 {
+				t.Errorf("step %s carries a value of %d bytes, over the per-step cap", r.ID, n)
+			} else {
+				total += n
+			}
+		}
+	}
+	for k, v := range env.Artifact.Bindings {
+		if n := size(v); n > 5000 {
+			t.Errorf("binding %s carries %d bytes, over the per-step cap", k, n)
+		} else {
+			total += n
+		}
+	}
+	if total > 6000 {
+		t.Errorf("the response carries %d bytes of values, over the cap of 6000", total)
+	}
+	if !env.Artifact.Truncated {
+		t.Errorf("truncated is not set")
 	}
 }
