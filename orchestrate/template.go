@@ -140,7 +140,8 @@ func mayBeTemplate(s string) bool {
 // A string is a whole-value template only when all of it is one reference;
 // "$5 dollars" is plain text. Inside longer strings, ${...} interpolates and a
 // "${" that does not hold a well-formed reference is an error, so a typo is
-// never silently sent to a tool. "$$" at the start of a string is a literal "$".
+// never silently sent to a tool. "$$" at the start of a string is a literal
+// "$", and "$${" anywhere a literal "${".
 func ParseTemplate(s string) (*Template, error) {
 	if !mayBeTemplate(s) {
 		return &Template{Kind: Literal, Literal: s}, nil
@@ -165,6 +166,13 @@ func ParseTemplate(s string) (*Template, error) {
 			text.WriteString(s[i:])
 			break
 		}
+		if j > 0 && s[i+j-1] == '$' {
+			// "$${" is a literal "${", here as at the start.
+			text.WriteString(s[i : i+j-1])
+			text.WriteString("${")
+			i += j + 2
+			continue
+		}
 		text.WriteString(s[i : i+j])
 		start := i + j
 		end := strings.IndexByte(s[start:], '}')
@@ -186,6 +194,10 @@ func ParseTemplate(s string) (*Template, error) {
 		}
 		parts = append(parts, Part{Ref: ref})
 		i = end + 1
+	}
+	if len(parts) == 0 {
+		// Only escaped "$${": plain text.
+		return &Template{Kind: Literal, Literal: text.String()}, nil
 	}
 	if text.Len() > 0 {
 		parts = append(parts, Part{Text: text.String()})
