@@ -2,6 +2,7 @@ package llm
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -219,6 +220,16 @@ func (m *anthropicModel) wrap(parent context.Context, op string, err error) erro
 	if errors.As(err, &apiErr) {
 		e.StatusCode = apiErr.StatusCode
 		e.Kind = kindForStatus(apiErr.StatusCode)
+		var body struct {
+			Error struct {
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if json.Unmarshal([]byte(apiErr.RawJSON()), &body) == nil {
+			e.Message = body.Error.Message
+		}
+		// The SDK's message repeats the whole body; show the status line.
+		e.Err = &shortError{summary: fmt.Sprintf("%d %s", apiErr.StatusCode, http.StatusText(apiErr.StatusCode)), err: err}
 		if apiErr.Response != nil {
 			e.RetryAfter = retryAfter(apiErr.Response.Header)
 		}
@@ -229,3 +240,12 @@ func (m *anthropicModel) wrap(parent context.Context, op string, err error) erro
 	}
 	return e
 }
+
+// shortError shows summary in place of err's longer message.
+type shortError struct {
+	summary string
+	err     error
+}
+
+func (e *shortError) Error() string { return e.summary }
+func (e *shortError) Unwrap() error { return e.err }

@@ -56,6 +56,9 @@ type Error struct {
 	// Hint tells a person how to fix the problem, e.g. which environment
 	// variable holds the key.
 	Hint string
+	// Message is the provider's own explanation, when it gave one
+	// (e.g. "The model 'x' does not exist").
+	Message string
 	// Err is the underlying error.
 	Err error
 }
@@ -83,6 +86,12 @@ func (e *Error) Error() string {
 			b.WriteString(": ")
 			b.WriteString(e.Hint)
 		}
+		if e.Err != nil || e.Message != "" {
+			b.WriteString(": ")
+		}
+	}
+	if e.Message != "" {
+		b.WriteString(e.Message)
 		if e.Err != nil {
 			b.WriteString(": ")
 		}

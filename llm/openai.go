@@ -216,6 +216,7 @@ func (m *openAIModel) wrap(parent context.Context, op string, err error) error {
 	if errors.As(err, &apiErr) {
 		e.StatusCode = apiErr.StatusCode
 		e.Kind = kindForStatus(apiErr.StatusCode)
+		e.Message = apiErr.Message
 		if apiErr.Response != nil {
 			e.RetryAfter = retryAfter(apiErr.Response.Header)
 		}

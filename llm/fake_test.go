@@ -1,0 +1,109 @@
+package llm_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+)
+
+// fakeAPI is a local HTTP server speaking a provider's wire format. Each
+// request is answered by the next handler of replies (the last one repeats);
+// the bodies and headers it received are recorded.
+type fakeAPI struct {
+	*httptest.Server
+	mu      sync.Mutex
+	bodies  []map[string]any
+	headers []http.Header
+	paths   []string
+	arrived chan struct{}
+}
+
+type reply func(w http.ResponseWriter, r *http.Request)
+
+func newFakeAPI(t *testing.T, replies ...reply) *fakeAPI {
+	t.Helper()
+	f := &fakeAPI{arrived: make(chan struct{}, 16)}
+	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		var body map[string]any
+		if err := json.Unmarshal(b, &body); err != nil {
+			t.Errorf("request body is not JSON: %v: %s", err, b)
+		}
+		f.mu.Lock()
+		f.bodies = append(f.bodies, body)
+		f.headers = append(f.headers, r.Header.Clone())
+		f.paths = append(f.paths, r.URL.Path)
+		n := len(f.bodies)
+		f.mu.Unlock()
+		f.arrived <- struct{}{}
+		replies[min(n, len(replies))-1](w, r)
+	}))
+	t.Cleanup(f.Close)
+	return f
+}
+
+func (f *fakeAPI) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.bodies)
+}
+
+func (f *fakeAPI) body(i int) map[string]any {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.bodies[i]
+}
+
+func (f *fakeAPI) header(i int) http.Header {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.headers[i]
+}
+
+// jsonReply answers with status and the JSON body, after setting headers
+// given as key/value pairs.
+func jsonReply(status int, body string, headers ...string) reply {
+	return func(w http.ResponseWriter, r *http.Request) {
+		for i := 0; i+1 < len(headers); i += 2 {
+			w.Header().Set(headers[i], headers[i+1])
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		io.WriteString(w, body)
+	}
+}
+
+// blockReply waits until the client gives up on the request.
+func blockReply(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }
+
+// env returns a Getenv that knows only vars.
+func env(vars ...string) func(string) string {
+	m := map[string]string{}
+	for i := 0; i+1 < len(vars); i += 2 {
+		m[vars[i]] = vars[i+1]
+	}
+	return func(k string) string { return m[k] }
+}
+
+// get walks a decoded JSON value: keys for objects, ints for arrays.
+func get(v any, path ...any) any {
+	for _, p := range path {
+		switch k := p.(type) {
+		case string:
+			m, _ := v.(map[string]any)
+			v = m[k]
+		case int:
+			a, _ := v.([]any)
+			if k >= len(a) {
+				return nil
+			}
+			v = a[k]
+		}
+	}
+	return v
+}
+
+func ptr[T any](v T) *T { return &v }
