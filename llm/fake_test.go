@@ -1,6 +1,7 @@
 package llm_test
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -107,3 +108,7 @@ func get(v any, path ...any) any {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func contextWithCancel(t *testing.T) (context.Context, context.CancelFunc) {
+	return context.WithCancel(t.Context())
+}
