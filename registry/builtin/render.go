@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
 	"text/template"
+	"text/template/parse"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -189,7 +191,126 @@ func renderValue(v any) any {
 	return v
 }
 
-var errRenderTooLarge = errors.New("output too large")
+var (
+	errRenderTooLarge = errors.New("output too large")
+	errRenderLoops    = errors.New("too many loop iterations")
+)
+
+// maxRenderIterations bounds the iterations of all range loops of one
+// render together: loops with empty bodies write nothing, so the output cap
+// alone would not stop them.
+const maxRenderIterations = 1_000_000
+
+// rangeGuardFunc is the function guardRanges appends to range pipelines. It
+// passes its argument through and counts it; a template that calls it by
+// name only spends its own budget.
+const rangeGuardFunc = "_orchestra_range_guard"
+
+// walkTemplate calls visit for n and every action node under it.
+func walkTemplate(n parse.Node, visit func(parse.Node)) {
+	switch n := n.(type) {
+	case nil:
+		return
+	case *parse.ListNode:
+		if n == nil {
+			return
+		}
+		for _, c := range n.Nodes {
+			walkTemplate(c, visit)
+		}
+		return
+	case *parse.IfNode:
+		walkTemplate(n.List, visit)
+		walkTemplate(n.ElseList, visit)
+	case *parse.WithNode:
+		walkTemplate(n.List, visit)
+		walkTemplate(n.ElseList, visit)
+	case *parse.RangeNode:
+		walkTemplate(n.List, visit)
+		walkTemplate(n.ElseList, visit)
+	}
+	visit(n)
+}
+
+// guardTemplates prepares the parsed templates of tmpl for execution:
+// every range pipeline gets rangeGuardFunc appended, so that each loop's
+// length is counted against the iteration budget before it runs; and
+// templates that call themselves, directly or not, are refused, because
+// recursion is the one construct whose depth the template text does not
+// bound (text/template's own depth limit takes minutes to unwind from inside
+// range loops).
+func guardTemplates(tmpl *template.Template) error {
+	calls := map[string][]string{}
+	for _, t := range tmpl.Templates() {
+		if t.Tree == nil {
+			continue
+		}
+		tree := t.Tree
+		walkTemplate(tree.Root, func(n parse.Node) {
+			switch n := n.(type) {
+			case *parse.RangeNode:
+				id := parse.NewIdentifier(rangeGuardFunc).SetTree(tree).SetPos(n.Pos)
+				n.Pipe.Cmds = append(n.Pipe.Cmds, &parse.CommandNode{NodeType: parse.NodeCommand, Pos: n.Pos, Args: []parse.Node{id}})
+			case *parse.TemplateNode:
+				calls[t.Name()] = append(calls[t.Name()], n.Name)
+			}
+		})
+	}
+	// Depth-first search for a cycle in the call graph.
+	const (
+		unvisited = iota
+		active
+		done
+	)
+	state := map[string]int{}
+	var path []string
+	var visit func(name string) error
+	visit = func(name string) error {
+		switch state[name] {
+		case active:
+			i := slices.Index(path, name)
+			return argErrorf("render: the template is recursive (%s): templates that call themselves are not supported; "+
+				"flatten the data first (e.g. with a json_query step) and use range", strings.Join(append(slices.Clone(path[i:]), name), " -> "))
+		case done:
+			return nil
+		}
+		state[name] = active
+		path = append(path, name)
+		for _, callee := range calls[name] {
+			if err := visit(callee); err != nil {
+				return err
+			}
+		}
+		path = path[:len(path)-1]
+		state[name] = done
+		return nil
+	}
+	names := make([]string, 0, len(calls))
+	for name := range calls {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if err := visit(name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rangeLen is how many iterations ranging over v takes.
+func rangeLen(v any) int {
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return int(max(0, min(rv.Int(), math.MaxInt32)))
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return int(min(rv.Uint(), math.MaxInt32))
+	case reflect.Slice, reflect.Array, reflect.Map, reflect.String:
+		return rv.Len()
+	}
+	return 0
+}
 
 // boundedWriter collects at most max bytes and fails past them, or once ctx
 // is done.
@@ -250,7 +371,15 @@ func runRender(ctx context.Context, cfg RenderConfig, args map[string]any) (*reg
 	}
 	data = renderValue(data)
 
-	tmpl, err := template.New("render").Option("missingkey=error").Funcs(renderFuncs).Parse(src)
+	budget := maxRenderIterations
+	tmpl, err := template.New("render").Option("missingkey=error").Funcs(renderFuncs).
+		Funcs(template.FuncMap{rangeGuardFunc: func(v any) (any, error) {
+			budget -= rangeLen(v)
+			if budget < 0 {
+				return nil, errRenderLoops
+			}
+			return v, nil
+		}}).Parse(src)
 	if err != nil {
 		msg := cleanTemplateError(err)
 		hint := "fix the template syntax: actions are {{...}}, blocks end with {{end}}"
@@ -258,6 +387,9 @@ func runRender(ctx context.Context, cfg RenderConfig, args map[string]any) (*reg
 			hint = "the functions are " + strings.Join(renderFuncNames, ", ") + " and the text/template builtins (len, index, printf, eq, ...)"
 		}
 		return nil, argErrorf("render: the template does not parse: %s; %s", msg, hint)
+	}
+	if err := guardTemplates(tmpl); err != nil {
+		return nil, err
 	}
 
 	w := &boundedWriter{ctx: ctx, max: cfg.MaxOutputBytes}
@@ -277,6 +409,8 @@ func runRender(ctx context.Context, cfg RenderConfig, args map[string]any) (*reg
 	}
 	switch {
 	case err == nil:
+	case errors.Is(err, errRenderLoops):
+		return nil, argErrorf("render: the template's loops would run more than %d iterations in all; range over fewer items (e.g. slice the list in a json_query step first)", maxRenderIterations)
 	case errors.Is(err, errRenderTooLarge):
 		return nil, argErrorf("render: the text exceeds %s (render.max_output_bytes in the config file); render less: fewer items (e.g. slice the list in a json_query step first) or shorter text",
 			formatBytes(int64(cfg.MaxOutputBytes)))

@@ -23,6 +23,10 @@ func TestRender(t *testing.T) {
 		{"nested", "{{.user.name}} {{index .list 1}}", `{"user": {"name": "Bo"}, "list": ["a", "b"]}`, "Bo b"},
 		{"whole numbers print as integers", "{{.n}} {{.f}} {{.big}}", `{"n": 3, "f": 1.5, "big": 1000000}`, "3 1.5 1000000"},
 		{"compare numbers", "{{if eq .n 3}}three{{end}} {{if gt .f 1.0}}big{{end}}", `{"n": 3, "f": 1.5}`, "three big"},
+		{"range over an integer", "{{range 3}}x{{end}}", `{}`, "xxx"},
+		{"range over a map", "{{range $k, $v := .m}}{{$k}}={{$v}} {{end}}", `{"m": {"b": 2, "a": 1}}`, "a=1 b=2 "},
+		{"range else", "{{range .l}}x{{else}}empty{{end}}", `{"l": []}`, "empty"},
+		{"range in a define", `{{define "row"}}{{range .}}[{{.}}]{{end}}{{end}}{{template "row" .l}}`, `{"l": [1, 2]}`, "[1][2]"},
 		{"range", "{{range $i, $x := .items}}{{$i}}={{$x.name}};{{end}}", `{"items": [{"name": "a"}, {"name": "b"}]}`, "0=a;1=b;"},
 		{"if else", "{{if .ok}}yes{{else}}no{{end}}", `{"ok": false}`, "no"},
 		{"trim markers", "a  {{- .x -}}  b", `{"x": "-"}`, "a-b"},
@@ -84,8 +88,14 @@ func TestRenderErrors(t *testing.T) {
 		{"bad indent", `{"template": "{{indent -1 .s}}", "values": {"s": "x"}}`, []string{"indent: the width"}},
 		{"output too large", `{"template": "{{range .items}}0123456789{{end}}", "values": {"items": [1,2,3,4,5,6,7,8,9,10,11]}}`,
 			[]string{"exceeds 100 bytes", "render.max_output_bytes"}},
-		{"endless output", `{"template": "{{range 1000000000}}x{{end}}"}`, []string{"exceeds 100 bytes"}},
-		{"endless recursion", `{"template": "{{define \"a\"}}{{template \"a\"}}{{end}}{{template \"a\"}}"}`, []string{"template failed", "depth"}},
+		{"long output", `{"template": "{{range 100000}}x{{end}}"}`, []string{"exceeds 100 bytes"}},
+		{"empty loop over a huge number", `{"template": "{{range 1000000000}}{{end}}"}`, []string{"more than 1000000 iterations"}},
+		{"empty loop over a huge value", `{"template": "{{range .n}}{{end}}", "values": {"n": 1e12}}`, []string{"more than 1000000 iterations"}},
+		{"nested empty loops", `{"template": "{{range $.l}}{{range $.l}}{{range $.l}}{{end}}{{end}}{{end}}", "values": {"l": [` + strings.Repeat("1,", 199) + `1]}}`, []string{"more than 1000000 iterations"}},
+		{"recursive loops", `{"template": "{{define \"a\"}}{{range .}}{{template \"a\" $}}{{end}}{{end}}{{template \"a\" .l}}", "values": {"l": [1, 2]}}`, []string{"recursive (a -> a)", "not supported"}},
+		{"endless recursion", `{"template": "{{define \"a\"}}{{template \"a\"}}{{end}}{{template \"a\"}}"}`, []string{"recursive (a -> a)"}},
+		{"mutual recursion", `{"template": "{{define \"a\"}}{{if .}}{{template \"b\" .}}{{end}}{{end}}{{define \"b\"}}{{with .}}{{template \"a\" .}}{{end}}{{end}}{{template \"a\" 1}}"}`, []string{"recursive (a -> b -> a)"}},
+		{"undefined template", `{"template": "{{template \"nope\"}}"}`, []string{"template failed", "nope"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
