@@ -395,8 +395,8 @@ func (h *httpTool) buildRequest(args map[string]any) (*http.Request, time.Durati
 		if ms <= 0 {
 			return nil, 0, argErrorf("http_request: timeout_ms must be a positive number of milliseconds, not %d", ms)
 		}
-		if d := time.Duration(ms) * time.Millisecond; ms < int64(h.timeout/time.Millisecond) {
-			timeout = d
+		if ms < h.timeout.Milliseconds() {
+			timeout = time.Duration(ms) * time.Millisecond
 		}
 	}
 

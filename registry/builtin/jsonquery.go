@@ -111,11 +111,14 @@ func runJSONQuery(ctx context.Context, cfg JQConfig, args map[string]any) (*regi
 		if !jqVarName.MatchString(bare) || bare == "ENV" || bare == "__loc__" {
 			return nil, argErrorf("json_query: variable name %q is not usable: names match [A-Za-z_][A-Za-z0-9_]* and are read as $name ($ENV and $__loc__ are reserved)", name)
 		}
-		if v, err := normalizeJSON(vars[name]); err != nil {
-			return nil, argErrorf("json_query: variable %q: %v", name, err)
-		} else {
-			values[i] = v
+		if slices.Contains(varNames[:i], "$"+bare) {
+			return nil, argErrorf("json_query: variable $%s is given twice in vars (as %q and %q); keep one", bare, bare, "$"+bare)
 		}
+		v, err := normalizeJSON(vars[name])
+		if err != nil {
+			return nil, argErrorf("json_query: variable %q: %v", name, err)
+		}
+		values[i] = v
 		varNames[i] = "$" + bare
 	}
 	code, err := compileJQ(src, varNames)
@@ -126,7 +129,16 @@ func runJSONQuery(ctx context.Context, cfg JQConfig, args map[string]any) (*regi
 	runCtx, cancel := context.WithTimeout(ctx, cfg.Timeout.D())
 	defer cancel()
 	done := make(chan jqRun, 1)
-	go func() { done <- execJQ(runCtx, code, input, values, cfg) }()
+	go func() {
+		// A panic here would escape Invoke's recover, which guards only the
+		// calling goroutine.
+		defer func() {
+			if v := recover(); v != nil {
+				done <- jqRun{err: fmt.Errorf("json_query: the jq engine panicked: %v", v)}
+			}
+		}()
+		done <- execJQ(runCtx, code, input, values, cfg)
+	}()
 	var run jqRun
 	select {
 	case run = <-done:

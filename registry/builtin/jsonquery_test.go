@@ -80,6 +80,7 @@ func TestJSONQueryErrors(t *testing.T) {
 		{"vars not an object", `{"query": ".", "vars": [1]}`, []string{`"vars" must be an object`}},
 		{"bad var name", `{"query": ".", "vars": {"a-b": 1}}`, []string{`variable name "a-b"`}},
 		{"reserved var name", `{"query": ".", "vars": {"ENV": 1}}`, []string{`variable name "ENV"`, "reserved"}},
+		{"duplicate var", `{"query": "$x", "vars": {"x": 1, "$x": 2}}`, []string{"$x is given twice"}},
 		{"syntax error", `{"query": ".a | | .b"}`, []string{"does not parse", "line 1, column", "fix the jq syntax"}},
 		{"unterminated", `{"query": "[.a"}`, []string{"does not parse", "unexpected EOF"}},
 		{"unknown function", `{"query": "frobnicate(.)"}`, []string{"does not compile", "frobnicate", "def name"}},
