@@ -29,8 +29,11 @@ const (
 // Config configures the built-in tools. It is meant to be embedded in a
 // configuration file; zero fields fall back to the defaults.
 type Config struct {
-	JQ     JQConfig     `json:"json_query" yaml:"json_query"`
-	HTTP   HTTPConfig   `json:"http_request" yaml:"http_request"`
+	// JQ configures json_query.
+	JQ JQConfig `json:"json_query" yaml:"json_query"`
+	// HTTP configures http_request, which is off until it has allowed hosts.
+	HTTP HTTPConfig `json:"http_request" yaml:"http_request"`
+	// Render configures render.
 	Render RenderConfig `json:"render" yaml:"render"`
 }
 
