@@ -261,7 +261,8 @@ func (r *run) execute(ctx, pctx context.Context) {
 	started := map[*Step]bool{}
 	finished := map[*Step]bool{}
 	inflight := 0
-	next := 0 // the next top-level step (sequential schedule)
+	next := 0  // the next top-level step (sequential schedule)
+	first := 0 // the first top-level step not started
 	stopped := func() {
 		// The plan's deadline passed or the caller cancelled.
 		r.halting.Store(true)
@@ -289,11 +290,22 @@ func (r *run) execute(ctx, pctx context.Context) {
 		if !r.halting.Load() && pctx.Err() == nil && !r.m.Done() {
 			for changed := true; changed; {
 				changed = false
-				for i, s := range r.plan.Steps {
-					if started[s] || !ready(s) {
+				// Steps before first have all started; the sequential
+				// schedule can start only the step at next, and only when
+				// nothing is in flight. (Scanning every step each time made
+				// long plans quadratic.)
+				for i := first; i < len(r.plan.Steps); i++ {
+					s := r.plan.Steps[i]
+					if started[s] {
+						if i == first {
+							first++
+						}
 						continue
 					}
 					if r.plan.Schedule != ScheduleDAG && (i != next || inflight > 0) {
+						break
+					}
+					if !ready(s) {
 						continue
 					}
 					started[s] = true
