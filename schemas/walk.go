@@ -147,7 +147,7 @@ func (n Node) step(seg Seg) (Node, *WalkError) {
 	var next Node
 	found, open := false, false
 	var available []string
-	var kinds []string
+	var kinds, tuples []string
 	for _, c := range flat {
 		s := c.s
 		if !structural(s) || isFalse(s) {
@@ -175,16 +175,18 @@ func (n Node) step(seg Seg) (Node, *WalkError) {
 			case s.Items != nil && s.PrefixItems == nil:
 				next.cands = append(next.cands, located{s.Items, c.root})
 				found = true
-			case s.ItemsArray != nil && s.AdditionalItems != nil:
+			case s.ItemsArray != nil && s.AdditionalItems != nil && !isFalse(s.AdditionalItems):
 				next.cands = append(next.cands, located{s.AdditionalItems, c.root})
 				found = true
-			case s.PrefixItems != nil && s.Items != nil:
+			case s.PrefixItems != nil && s.Items != nil && !isFalse(s.Items):
 				next.cands = append(next.cands, located{s.Items, c.root})
 				found = true
+			case s.ItemsArray != nil && s.AdditionalItems == nil || s.PrefixItems != nil && s.Items == nil:
+				open = true // items past the tuple may be anything
 			case s.ItemsArray == nil && s.PrefixItems == nil:
 				open = true
 			default:
-				kinds = append(kinds, fmt.Sprintf("an array of %d items", max(len(s.PrefixItems), len(s.ItemsArray))))
+				tuples = append(tuples, fmt.Sprintf("an array of %d items", max(len(s.PrefixItems), len(s.ItemsArray))))
 			}
 			continue
 		}
@@ -230,8 +232,11 @@ func (n Node) step(seg Seg) (Node, *WalkError) {
 	available = slices.Compact(available)
 	if seg.IsIndex {
 		what := "not an array"
-		if len(kinds) > 0 {
+		switch {
+		case len(kinds) > 0:
 			what = "of type " + strings.Join(slices.Compact(kinds), ", ")
+		case len(tuples) > 0:
+			what = strings.Join(slices.Compact(tuples), " or ")
 		}
 		return Node{}, &WalkError{Reason: fmt.Sprintf("cannot index with [%d]: the value is %s", seg.Index, what)}
 	}
