@@ -1,15 +1,14 @@
 package llm
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/orchestra-mcp/orchestra/internal/duration"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -118,7 +117,7 @@ func New(cfg Config, opts Options) (Model, error) {
 		if opts.Session == nil {
 			return nil, fmt.Errorf("planner provider %q needs a client session that supports sampling; use NewSampling with the request's session", cfg.Provider)
 		}
-		return NewSamplingWithOptions(opts.Session, SamplingOptions{MaxTokens: cfg.MaxTokens, Temperature: cfg.Temperature, Timeout: cfg.Timeout.Std(), Logger: opts.Logger}), nil
+		return NewSamplingWithOptions(opts.Session, SamplingOptions{MaxTokens: cfg.MaxTokens, Temperature: cfg.Temperature, Timeout: cfg.Timeout.D(), Logger: opts.Logger}), nil
 	case "":
 		return nil, fmt.Errorf("no planner provider configured: set planner.provider to one of %q, %q, %q or %q",
 			ProviderOpenAI, ProviderAnthropic, ProviderScripted, ProviderSampling)
@@ -142,7 +141,7 @@ func (c Config) timeout() time.Duration {
 	if c.Timeout <= 0 {
 		return DefaultTimeout
 	}
-	return c.Timeout.Std()
+	return c.Timeout.D()
 }
 
 func (c Config) keyEnv(def string) string {
@@ -170,54 +169,5 @@ func (c Config) temperature(req *Request) *float64 {
 	return c.Temperature
 }
 
-// Duration is a [time.Duration] that reads and writes as "30s" in JSON and
-// YAML; a bare number is a count of seconds.
-type Duration time.Duration
-
-// Std returns d as a [time.Duration].
-func (d Duration) Std() time.Duration { return time.Duration(d) }
-
-// String formats d like [time.Duration].
-func (d Duration) String() string { return time.Duration(d).String() }
-
-// MarshalText implements [encoding.TextMarshaler].
-func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
-
-// UnmarshalText implements [encoding.TextUnmarshaler]: "1m30s", "500ms", or
-// a number of seconds.
-func (d *Duration) UnmarshalText(b []byte) error {
-	s := strings.TrimSpace(string(b))
-	if s == "" {
-		*d = 0
-		return nil
-	}
-	if secs, err := strconv.ParseFloat(s, 64); err == nil {
-		*d = Duration(secs * float64(time.Second))
-		return nil
-	}
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		return fmt.Errorf("invalid duration %q: want a number of seconds or a duration such as \"30s\"", s)
-	}
-	*d = Duration(v)
-	return nil
-}
-
-// UnmarshalJSON accepts a string ("30s") or a number of seconds.
-func (d *Duration) UnmarshalJSON(b []byte) error {
-	b = bytes.TrimSpace(b)
-	if bytes.Equal(b, []byte("null")) {
-		return nil
-	}
-	if len(b) > 0 && b[0] == '"' {
-		var s string
-		if err := json.Unmarshal(b, &s); err != nil {
-			return err
-		}
-		return d.UnmarshalText([]byte(s))
-	}
-	return d.UnmarshalText(b)
-}
-
-// MarshalJSON writes d as a string such as "30s".
-func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
+// Duration is a duration written as "30s" or as a number of milliseconds.
+type Duration = duration.Duration

@@ -157,7 +157,7 @@ func TestConfigDecoding(t *testing.T) {
 	if diff := cmp.Diff(want, c); diff != "" {
 		t.Errorf("JSON (-want +got):\n%s", diff)
 	}
-	const ym = "provider: openai\nmodel: llama3\nbase_url: http://localhost:11434/v1\napi_key_env: K\nmax_tokens: 100\ntemperature: 0\ntimeout: 90\nmax_retries: 1\nheaders:\n  X-A: b\n"
+	const ym = "provider: openai\nmodel: llama3\nbase_url: http://localhost:11434/v1\napi_key_env: K\nmax_tokens: 100\ntemperature: 0\ntimeout: 90000\nmax_retries: 1\nheaders:\n  X-A: b\n"
 	var y llm.Config
 	if err := yaml.Unmarshal([]byte(ym), &y); err != nil {
 		t.Fatal(err)
@@ -173,7 +173,7 @@ func TestConfigDecoding(t *testing.T) {
 	if err := json.Unmarshal([]byte(`"soon"`), &d); err == nil {
 		t.Error("invalid duration accepted")
 	}
-	if err := json.Unmarshal([]byte(`2.5`), &d); err != nil || d.Std() != 2500*time.Millisecond {
-		t.Errorf("2.5 = %v, %v", d, err)
+	if err := json.Unmarshal([]byte(`2500`), &d); err != nil || d.D() != 2500*time.Millisecond {
+		t.Errorf("2500 (milliseconds) = %v, %v", d, err)
 	}
 }

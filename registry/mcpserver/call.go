@@ -33,7 +33,7 @@ func (s *server) caller(name, tool string, out *jsonschema.Resolved) registry.Ca
 		}
 		if _, ok := ctx.Deadline(); !ok && s.cfg.Timeout > 0 {
 			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, s.cfg.Timeout.std())
+			ctx, cancel = context.WithTimeout(ctx, s.cfg.Timeout.D())
 			defer cancel()
 		}
 
@@ -105,8 +105,6 @@ func connectionLost(err error) bool {
 		errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, os.ErrClosed) ||
 		errors.As(err, &urlErr) || errors.As(err, &netErr)
 }
-
-func (d Duration) std() time.Duration { return time.Duration(d) }
 
 // jsonSize is the length of v encoded as JSON, counted without holding
 // the encoding in memory.

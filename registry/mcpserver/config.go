@@ -1,14 +1,12 @@
 package mcpserver
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
 	"net/url"
 	"regexp"
-	"strconv"
 	"strings"
-	"time"
+
+	"github.com/orchestra-mcp/orchestra/internal/duration"
 )
 
 // ServerConfig is one entry of the mcpServers block of the configuration
@@ -140,48 +138,5 @@ func (c ServerConfig) wants(tool string) bool {
 	return false
 }
 
-// Duration is a time.Duration that reads from JSON and YAML either as a Go
-// duration string ("30s", "1m30s") or as a number of milliseconds (30000),
-// and writes as a duration string.
-type Duration time.Duration
-
-// MarshalText writes d as a duration string such as "30s".
-func (d Duration) MarshalText() ([]byte, error) {
-	return []byte(time.Duration(d).String()), nil
-}
-
-// UnmarshalText reads a duration string or a number of milliseconds.
-// YAML decoders use it for scalars.
-func (d *Duration) UnmarshalText(b []byte) error {
-	s := strings.TrimSpace(string(b))
-	if s == "" {
-		*d = 0
-		return nil
-	}
-	if ms, err := strconv.ParseFloat(s, 64); err == nil {
-		if ms < 0 {
-			return errors.New("timeout must not be negative")
-		}
-		*d = Duration(time.Duration(ms * float64(time.Millisecond)))
-		return nil
-	}
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		return fmt.Errorf(`timeout %q: want a duration such as "30s" or a number of milliseconds`, s)
-	}
-	*d = Duration(v)
-	return nil
-}
-
-// UnmarshalJSON reads a JSON string or number (milliseconds).
-func (d *Duration) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err == nil {
-		return d.UnmarshalText([]byte(s))
-	}
-	var n json.Number
-	if err := json.Unmarshal(b, &n); err != nil {
-		return fmt.Errorf(`timeout %s: want a duration such as "30s" or a number of milliseconds`, b)
-	}
-	return d.UnmarshalText([]byte(n))
-}
+// Duration is a duration written as "30s" or as a number of milliseconds.
+type Duration = duration.Duration
