@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/orchestra-mcp/orchestra/schemas"
+
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/orchestra-mcp/orchestra/registry"
@@ -55,7 +57,7 @@ func planSteps(plan map[string]any) []planStep {
 //     schema does not declare, where that schema is closed;
 //   - forward_ref: a step given an argument referencing a later step;
 //   - wrong_type: a typed argument fed a typed field of an earlier step
-//     whose type does not fit (integer fits number; string arguments are
+//     whose type does not fit (schemas.Compatible: integer and number fit each other; string arguments are
 //     left alone, since values may be rendered into them).
 //
 // tools maps catalog names to tools, as Dataset.Tools. The choices depend
@@ -246,8 +248,8 @@ func wrongType(plan map[string]any, steps []planStep, tools map[string]registry.
 			}
 			for j := range i {
 				typedFields(tools[steps[j].tool].OutputSchema, nil, 0, func(path []seg, typ string) {
-					if fits(typ, want) {
-						return
+					if schemas.Compatible([]string{typ}, want) {
+						return // the validator cannot tell these apart before run time
 					}
 					cands = append(cands, edit{step: i, arg: k, new: ref{ID: steps[j].id, Path: path}.whole(), replace: true})
 				})

@@ -179,6 +179,9 @@ func jsonType(v any) string {
 
 // fits reports whether a value of type from is accepted where to is
 // expected: integer fits number.
+//
+// It is stricter than the validator's schemas.Compatible (a number does not
+// fit an integer here), because it decides whether a gold value always fits.
 func fits(from string, to []string) bool {
 	return slices.Contains(to, from) || (from == "integer" && slices.Contains(to, "number"))
 }
