@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/orchestra-mcp/orchestra/internal/suggest"
 )
 
 // Schedules.
@@ -675,7 +677,7 @@ func (d *decoder) unknown(path, key string, known []string) {
 	if path != "" {
 		at = path + "." + key
 	}
-	sugg := closest(key, known, 2)
+	sugg := suggest.Closest(key, known, 2)
 	msg := fmt.Sprintf("unknown field %q", key)
 	if len(sugg) > 0 {
 		msg += fmt.Sprintf("; did you mean %q?", sugg[0])
@@ -779,60 +781,4 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
-}
-
-// closest returns up to n of known closest to name by edit distance, among
-// those close enough to be a plausible typo.
-func closest(name string, known []string, n int) []string {
-	type cand struct {
-		s string
-		d int
-	}
-	var cs []cand
-	lname := strings.ToLower(name)
-	for _, k := range known {
-		lk := strings.ToLower(k)
-		d := editDistance(lname, lk)
-		limit := max(2, len(name)/3)
-		if d <= limit || strings.Contains(lk, lname) || strings.Contains(lname, lk) {
-			cs = append(cs, cand{k, d})
-		}
-	}
-	slices.SortStableFunc(cs, func(a, b cand) int {
-		if a.d != b.d {
-			return a.d - b.d
-		}
-		return strings.Compare(a.s, b.s)
-	})
-	var out []string
-	for i := 0; i < len(cs) && i < n; i++ {
-		out = append(out, cs[i].s)
-	}
-	return out
-}
-
-func editDistance(a, b string) int {
-	if len(a) > 64 || len(b) > 64 {
-		if a == b {
-			return 0
-		}
-		return max(len(a), len(b))
-	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

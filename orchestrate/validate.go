@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/orchestra-mcp/orchestra/internal/suggest"
+
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/orchestra-mcp/orchestra/registry"
 	"github.com/orchestra-mcp/orchestra/schemas"
@@ -130,7 +132,7 @@ type argRef struct {
 func (v *validator) step(s *Step) {
 	tool, ok := v.tools.Lookup(s.Tool)
 	if !ok {
-		sugg := closest(s.Tool, v.tools.Names(), 3)
+		sugg := suggest.Closest(s.Tool, v.tools.Names(), 3)
 		is := v.errorf(s, CodeUnknownTool, "unknown tool %q", s.Tool)
 		is.Path += ".tool"
 		is.Suggestions = sugg
@@ -248,7 +250,7 @@ func (v *validator) ref(s *Step, tool registry.Tool, haveTool bool, r argRef) {
 		if !ok {
 			is := fail(CodeUnknownBinding, "binding %q is not in the request's bindings; add it to \"bindings\" or fix the name", r.ref.Binding)
 			is.AvailableFields = sortedKeys(v.bindings)
-			is.Suggestions = closest(r.ref.Binding, is.AvailableFields, 3)
+			is.Suggestions = suggest.Closest(r.ref.Binding, is.AvailableFields, 3)
 			return
 		}
 		got, err := followPath(val, r.ref.Path)
@@ -267,7 +269,7 @@ func (v *validator) ref(s *Step, tool registry.Tool, haveTool bool, r argRef) {
 			is := fail(code, "%s", msg)
 			if _, byIndex := r.ref.StepIndex(); code == CodeUnknownRef && !byIndex {
 				names := sortedKeys(v.byName)
-				is.Suggestions = closest(r.ref.Step, names, 3)
+				is.Suggestions = suggest.Closest(r.ref.Step, names, 3)
 			}
 			return
 		}
@@ -314,7 +316,7 @@ func suggestField(path []Seg, at int, available []string) []string {
 	if at < 0 || at >= len(path) || path[at].IsIndex || len(available) == 0 {
 		return nil
 	}
-	return closest(path[at].Key, available, 3)
+	return suggest.Closest(path[at].Key, available, 3)
 }
 
 func availableHint(av []string) string {
@@ -462,7 +464,7 @@ func (v *validator) structure(s *Step, n schemas.Node, val any, path []Seg) {
 			if closed && !contains(names, k) {
 				is := v.argIssue(s, child, CodeInvalidArguments, "%q takes no argument %q", s.Tool, argName(child))
 				is.AvailableFields = names
-				is.Suggestions = closest(k, names, 3)
+				is.Suggestions = suggest.Closest(k, names, 3)
 				continue
 			}
 			cn, err := n.Walk([]Seg{{Key: k}})
