@@ -117,7 +117,7 @@ func (e *Engine) Handler(opts HandlerOptions) mcp.ToolHandler {
 		ctx = e.requestContext(ctx, req)
 		args := req.Params.Arguments
 		if len(args) > opts.MaxRequestBytes {
-			return Result(e.Reject(ctx, []*Issue{{Code: CodeTooLarge, Message: fmt.Sprintf("the request is %d bytes; the limit is %d. Send a smaller plan, or pass large data by reference", len(args), opts.MaxRequestBytes)}})), nil
+			return Result(e.Reject(ctx, []*Issue{{Code: CodeTooLarge, Message: fmt.Sprintf("the request is %d bytes; the limit is %d (server.max_request_bytes). Send a smaller plan, pass large data by reference (a URL or a step that fetches it), or raise server.max_request_bytes in the configuration file", len(args), opts.MaxRequestBytes)}})), nil
 		}
 		r, issues := DecodeRequest(args)
 		if len(issues) > 0 {

@@ -8,12 +8,15 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
-	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/orchestra-mcp/orchestra/config"
+	"github.com/orchestra-mcp/orchestra/internal/suggest"
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 	"github.com/orchestra-mcp/orchestra/registry"
 	"github.com/orchestra-mcp/orchestra/registry/builtin"
@@ -83,9 +86,54 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		Logger:       log,
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
 	})
+	a.Server.AddReceivingMiddleware(a.unknownTools)
 	a.sync()
 	cat.OnChange(a.sync)
 	return a, nil
+}
+
+// unknownTools answers a call of a tool the server does not list with an
+// error that names the closest listed tools, rather than the SDK's bare
+// "unknown tool".
+func (a *App) unknownTools(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method != "tools/call" {
+			return next(ctx, method, req)
+		}
+		r, ok := req.(*mcp.CallToolRequest)
+		if !ok || r.Params == nil {
+			return next(ctx, method, req)
+		}
+		name := r.Params.Name
+		a.mu.Lock()
+		listed := name == orchestrate.ToolName || a.exposed[name]
+		names := []string{orchestrate.ToolName}
+		for n := range a.exposed {
+			names = append(names, n)
+		}
+		a.mu.Unlock()
+		if listed {
+			return next(ctx, method, req)
+		}
+		slices.Sort(names)
+		msg := fmt.Sprintf("unknown tool %q", name)
+		if _, inCatalog := a.Catalog.Lookup(name); inCatalog {
+			msg = fmt.Sprintf("tool %q is not listed to clients; call it from a plan step of %s", name, orchestrate.ToolName)
+		} else if s := suggest.Closest(name, names, 3); len(s) > 0 {
+			msg += fmt.Sprintf("; did you mean %s? tools/list shows every tool", quoteAll(s))
+		} else {
+			msg += "; the tools are " + strings.Join(names, ", ")
+		}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: msg}
+	}
+}
+
+func quoteAll(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = strconv.Quote(n)
+	}
+	return strings.Join(q, " or ")
 }
 
 // sync brings the server's tool list in line with the catalog: the
@@ -134,18 +182,6 @@ func (a *App) track(h mcp.ToolHandler) mcp.ToolHandler {
 
 // InFlight returns how many plans are running.
 func (a *App) InFlight() int { return a.plans.count() }
-
-// waitIdle waits up to d for running plans to end and reports whether they did.
-func (a *App) waitIdle(d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-a.plans.idle():
-		return true
-	case <-t.C:
-		return false
-	}
-}
 
 // inflight counts running plans; idle's channel is closed while none runs.
 type inflight struct {
@@ -240,7 +276,7 @@ func passthrough(t registry.Tool) mcp.ToolHandler {
 // ServeStdio serves one client over stdin and stdout until the client goes
 // away or ctx is done.
 func (a *App) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
-	err := a.Server.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{out}})
+	err := a.Server.Run(ctx, &lineTransport{in: in, out: out, maxLine: int(a.Config.Server.MaxRequestBytes)})
 	if err != nil && (errors.Is(err, context.Canceled) || errors.Is(err, io.EOF)) {
 		return nil
 	}
@@ -267,7 +303,3 @@ func decodeArgs(raw []byte) (map[string]any, error) {
 	}
 	return args, nil
 }
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
