@@ -15,6 +15,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/orchestra-mcp/orchestra/config"
+	"github.com/orchestra-mcp/orchestra/internal/suggest"
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 	"github.com/orchestra-mcp/orchestra/server"
 )
@@ -76,6 +77,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	env := &cliEnv{stdin: stdin, stdout: stdout, stderr: stderr}
 	if len(args) == 0 {
 		usage(stderr)
+		fmt.Fprintln(stderr, "hint: give a command, e.g. `orchestra run examples/quickstart.json`")
 		return exitInvalid
 	}
 	name := args[0]
@@ -91,10 +93,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return c.run(ctx, env, args[1:])
 		}
 	}
-	fmt.Fprintf(stderr, "orchestra: unknown command %q\n", name)
 	var names []string
 	for _, c := range commands {
 		names = append(names, c.name)
+	}
+	if s := suggest.Closest(name, names, 1); len(s) > 0 {
+		fmt.Fprintf(stderr, "orchestra: unknown command %q; did you mean %q?\n", name, s[0])
+	} else {
+		fmt.Fprintf(stderr, "orchestra: unknown command %q\n", name)
 	}
 	fmt.Fprintf(stderr, "hint: the commands are %s; run `orchestra help` for more\n", strings.Join(names, ", "))
 	return exitInvalid
@@ -143,7 +149,8 @@ func parse(env *cliEnv, fs *flag.FlagSet, args []string) (int, bool) {
 func (cf *commonFlags) load(env *cliEnv) (*config.Config, *slog.Logger, bool) {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(cf.logLevel)); err != nil {
-		env.errorf("invalid --log-level %q: use debug, info, warn or error", cf.logLevel)
+		env.errorf("invalid --log-level %q", cf.logLevel)
+		fmt.Fprintln(env.stderr, "hint: use --log-level debug, info, warn or error")
 		return nil, nil, false
 	}
 	logger := slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: level}))
@@ -245,6 +252,9 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// errTooLarge is an input over server.max_request_bytes.
+var errTooLarge = errors.New("too large")
+
 // readInput reads a file, or stdin for "-", up to limit bytes.
 func readInput(env *cliEnv, path string, limit int64) ([]byte, error) {
 	var r io.Reader
@@ -263,7 +273,7 @@ func readInput(env *cliEnv, path string, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("the input is larger than %d bytes (server.max_request_bytes)", limit)
+		return nil, fmt.Errorf("%w: the input is larger than %d bytes (server.max_request_bytes)", errTooLarge, limit)
 	}
 	return data, nil
 }
@@ -280,6 +290,11 @@ func planInput(env *cliEnv, cmd string, fs *flag.FlagSet, cfg *config.Config) (*
 	data, err := readInput(env, fs.Arg(0), cfg.Server.MaxRequestBytes)
 	if err != nil {
 		env.errorf("reading the plan: %v", err)
+		hint := "check the path, or give - to read the plan from stdin"
+		if errors.Is(err, errTooLarge) {
+			hint = "send a smaller plan, or raise server.max_request_bytes in the configuration file"
+		}
+		fmt.Fprintf(env.stderr, "hint: %s\n", hint)
 		return nil, nil, exitInvalid, false
 	}
 	req, issues := orchestrate.DecodeRequest(data)
@@ -437,6 +452,9 @@ func cmdVersion(ctx context.Context, env *cliEnv, args []string) int {
 	fs := newFlagSet(env, "version", nil)
 	if code, ok := parse(env, fs, args); !ok {
 		return code
+	}
+	if fs.NArg() > 0 {
+		return env.usageError("version", fmt.Sprintf("unexpected argument %q", fs.Arg(0)), "version takes no arguments")
 	}
 	fmt.Fprintf(env.stdout, "orchestra %s\n", version())
 	return exitOK

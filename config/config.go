@@ -222,7 +222,13 @@ var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-[^}]*)?\}`)
 // expand replaces ${NAME} in every string scalar of n.
 func expand(n *yaml.Node, lookup func(string) (string, bool), at string) error {
 	switch n.Kind {
-	case yaml.DocumentNode, yaml.SequenceNode:
+	case yaml.DocumentNode:
+		for _, c := range n.Content {
+			if err := expand(c, lookup, at); err != nil {
+				return err
+			}
+		}
+	case yaml.SequenceNode:
 		for i, c := range n.Content {
 			if err := expand(c, lookup, fmt.Sprintf("%s[%d]", at, i)); err != nil {
 				return err
