@@ -104,8 +104,10 @@ func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
 type HandlerOptions struct {
 	// MaxRequestBytes caps the arguments of one call. Default 4 MiB.
 	MaxRequestBytes int
-	// Prompt runs the prompt path; nil means no planner is configured.
-	Prompt func(ctx context.Context, req *mcp.CallToolRequest, r *Request) *Envelope
+	// Prompt runs the prompt path; nil means no planner is configured. It
+	// returns the tool's result: usually [Result] of the run's envelope, or
+	// a result asking the client for input (multi round-trip sampling).
+	Prompt func(ctx context.Context, req *mcp.CallToolRequest, r *Request) *mcp.CallToolResult
 }
 
 // Handler returns the MCP handler of agent_orchestrate.
@@ -127,7 +129,7 @@ func (e *Engine) Handler(opts HandlerOptions) mcp.ToolHandler {
 			if opts.Prompt == nil {
 				return Result(e.Reject(ctx, []*Issue{{Path: "prompt", Code: CodePlannerFailed, Message: "no planner is configured, so a prompt cannot be turned into a plan: send a \"plan\" instead, or configure a planner (the planner block of the configuration file)"}})), nil
 			}
-			return Result(opts.Prompt(ctx, req, r)), nil
+			return opts.Prompt(ctx, req, r), nil
 		}
 		return Result(e.Run(ctx, r)), nil
 	}
