@@ -165,7 +165,7 @@ func Parse(data []byte, lookup func(string) (string, bool)) (*Config, error) {
 		if errors.Is(err, io.EOF) {
 			return Default(), nil // an empty file
 		}
-		return nil, fmt.Errorf(": %v", cleanYAMLError(err))
+		return nil, yamlError(err)
 	}
 	if err := expand(&root, lookup, ""); err != nil {
 		return nil, err
@@ -173,9 +173,9 @@ func Parse(data []byte, lookup func(string) (string, bool)) (*Config, error) {
 	if err := checkKeys(&root, reflect.TypeFor[Config](), ""); err != nil {
 		return nil, err
 	}
-	c := &Config{}
+	c := &Config{Builtins: builtin.DefaultConfig()}
 	if err := root.Decode(c); err != nil {
-		return nil, fmt.Errorf(": %v", cleanYAMLError(err))
+		return nil, yamlError(err)
 	}
 	if err := c.validate(); err != nil {
 		return nil, fmt.Errorf(": %w", err)
@@ -192,8 +192,20 @@ func (c *Config) validate() error {
 			problems = append(problems, fmt.Sprintf("limits.%s must not be negative", name))
 		}
 	}
-	if l.StepTimeout < 0 || l.PlanTimeout < 0 {
-		problems = append(problems, "limits timeouts must not be negative")
+	if l.StepTimeout < 0 {
+		problems = append(problems, "limits.step_timeout must not be negative")
+	}
+	if l.PlanTimeout < 0 {
+		problems = append(problems, "limits.plan_timeout must not be negative")
+	}
+	if s := c.Server; s.MaxRequestBytes < 0 {
+		problems = append(problems, "server.max_request_bytes must not be negative")
+	}
+	if c.Server.ShutdownGrace < 0 {
+		problems = append(problems, "server.shutdown_grace must not be negative")
+	}
+	if t := c.Server.SessionTimeout; t != nil && *t < 0 {
+		problems = append(problems, "server.session_timeout must not be negative (0 keeps idle sessions)")
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.MCPServers)) {
 		if err := c.MCPServers[name].Validate(name); err != nil {
@@ -208,6 +220,16 @@ func (c *Config) validate() error {
 }
 
 var yamlLine = regexp.MustCompile(`^yaml: (?:unmarshal errors:\n\s*)?line (\d+): `)
+
+// yamlError turns a YAML error into one that starts with ":line: " (or
+// ": " when it has no line), so that the file name can go before it.
+func yamlError(err error) error {
+	msg := cleanYAMLError(err)
+	if msg != "" && msg[0] >= '0' && msg[0] <= '9' {
+		return errors.New(":" + msg)
+	}
+	return errors.New(": " + msg)
+}
 
 func cleanYAMLError(err error) string {
 	msg := err.Error()
@@ -260,6 +282,11 @@ func expand(n *yaml.Node, lookup func(string) (string, bool), at string) error {
 		})
 		if missing != "" {
 			return fmt.Errorf(":%d: environment variable %s is not set (used in %s); set it or write ${%s:-default}", n.Line, missing, at, missing)
+		}
+		if n.Style&(yaml.SingleQuotedStyle|yaml.DoubleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle) == 0 {
+			// An unquoted value takes the type of what it expands to:
+			// max_request_bytes: ${BYTES} is a number.
+			n.Tag = ""
 		}
 	}
 	return nil
