@@ -71,7 +71,12 @@ func (p *Planner) reactive(ctx context.Context, req *orchestrate.Request, res *R
 			break
 		}
 		if len(resp.ToolCalls) == 0 || last {
-			answer, finished = strings.TrimSpace(resp.Text), true
+			answer = strings.TrimSpace(resp.Text)
+			finished = len(resp.ToolCalls) == 0 || answer != ""
+			if !finished {
+				loopErr = &orchestrate.Error{Code: orchestrate.CodePlannerFailed,
+					Message: fmt.Sprintf("reactive fallback: the model still called tools after %d turns (max_tool_steps) and gave no answer", turn)}
+			}
 			break
 		}
 		msgs = append(msgs, llm.Message{Role: llm.RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls})
