@@ -168,6 +168,7 @@ func (a *App) ServeHTTP(ctx context.Context, ln net.Listener, opts HTTPOptions) 
 		}
 	}
 	err := srv.Close() // ends long-lived streams
+	a.closeSessions()
 	cancel()
 	<-shut
 	<-errc

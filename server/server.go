@@ -283,14 +283,27 @@ func (a *App) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error
 	return err
 }
 
-// Close releases what the app holds: downstream servers and stores.
+// Close releases what the app holds: client sessions (HTTP sessions
+// otherwise live until they time out), downstream servers and stores.
 func (a *App) Close() error {
 	a.cancel()
+	a.closeSessions()
 	var errs []error
 	for i := len(a.closers) - 1; i >= 0; i-- {
 		errs = append(errs, a.closers[i]())
 	}
 	return errors.Join(errs...)
+}
+
+// closeSessions ends every client session of the server.
+func (a *App) closeSessions() {
+	var sessions []*mcp.ServerSession
+	for ss := range a.Server.Sessions() {
+		sessions = append(sessions, ss)
+	}
+	for _, ss := range sessions {
+		ss.Close()
+	}
 }
 
 func decodeArgs(raw []byte) (map[string]any, error) {
