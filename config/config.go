@@ -16,7 +16,9 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/orchestra-mcp/orchestra/internal/suggest"
+	"github.com/orchestra-mcp/orchestra/llm"
 	"github.com/orchestra-mcp/orchestra/orchestrate"
+	"github.com/orchestra-mcp/orchestra/planner"
 	"github.com/orchestra-mcp/orchestra/registry/builtin"
 	"github.com/orchestra-mcp/orchestra/registry/mcpserver"
 )
@@ -32,6 +34,10 @@ type Config struct {
 	// MCPServers are the downstream MCP servers whose tools plans call, in
 	// the shape of Claude Desktop's mcpServers block.
 	MCPServers map[string]mcpserver.ServerConfig `yaml:"mcpServers" json:"mcpServers"`
+	// Planner is the model that turns a prompt into a plan (and writes the
+	// answer of orchestra ask). Without one, agent_orchestrate samples the
+	// client's own model when the client supports sampling.
+	Planner *llm.Config `yaml:"planner" json:"planner"`
 
 	// path is the file the configuration came from.
 	path string
@@ -50,6 +56,11 @@ type Limits struct {
 	MaxStepOutputBytes int           `yaml:"max_step_output_bytes" json:"max_step_output_bytes"`
 	MaxResponseBytes   int           `yaml:"max_response_bytes" json:"max_response_bytes"`
 	MaxTemplates       int           `yaml:"max_templates" json:"max_templates"`
+	// PlannerAttempts is how many plans the planner asks the model for
+	// before giving up: the first answer and repairs with the errors fed back.
+	PlannerAttempts int `yaml:"planner_attempts" json:"planner_attempts"`
+	// MaxToolSteps bounds the model turns of the reactive fallback.
+	MaxToolSteps int `yaml:"max_tool_steps" json:"max_tool_steps"`
 }
 
 // Server configures the MCP server and its HTTP transport.
@@ -64,6 +75,10 @@ type Server struct {
 	// ExposeBuiltins lists the built-in tools directly to clients, next to
 	// agent_orchestrate. Default true.
 	ExposeBuiltins *bool `yaml:"expose_builtins" json:"expose_builtins"`
+	// StateKeyEnv names the environment variable holding the key that signs
+	// the state of multi round-trip sampling. Instances serving the same
+	// clients need the same key; without one, each process makes its own.
+	StateKeyEnv string `yaml:"state_key_env,omitempty" json:"state_key_env,omitempty"`
 }
 
 // Default values of Server.
@@ -114,6 +129,8 @@ func (c *Config) applyDefaults() {
 	setInt(&l.MaxStepOutputBytes, d.MaxStepOutputBytes)
 	setInt(&l.MaxResponseBytes, d.MaxResponseBytes)
 	setInt(&l.MaxTemplates, d.MaxTemplates)
+	setInt(&l.PlannerAttempts, planner.DefaultAttempts)
+	setInt(&l.MaxToolSteps, planner.DefaultMaxToolSteps)
 	if l.StepTimeout == 0 {
 		l.StepTimeout = d.StepTimeout
 	}
@@ -187,7 +204,7 @@ func Parse(data []byte, lookup func(string) (string, bool)) (*Config, error) {
 func (c *Config) validate() error {
 	var problems []string
 	l := c.Limits
-	for name, v := range map[string]int{"max_depth": l.MaxDepth, "max_steps": l.MaxSteps, "max_parallel": l.MaxParallel, "max_nesting": l.MaxNesting, "max_attempts": l.MaxAttempts, "max_step_output_bytes": l.MaxStepOutputBytes, "max_response_bytes": l.MaxResponseBytes, "max_templates": l.MaxTemplates} {
+	for name, v := range map[string]int{"max_depth": l.MaxDepth, "max_steps": l.MaxSteps, "max_parallel": l.MaxParallel, "max_nesting": l.MaxNesting, "max_attempts": l.MaxAttempts, "max_step_output_bytes": l.MaxStepOutputBytes, "max_response_bytes": l.MaxResponseBytes, "max_templates": l.MaxTemplates, "planner_attempts": l.PlannerAttempts, "max_tool_steps": l.MaxToolSteps} {
 		if v < 0 {
 			problems = append(problems, fmt.Sprintf("limits.%s must not be negative", name))
 		}
@@ -207,6 +224,9 @@ func (c *Config) validate() error {
 	if t := c.Server.SessionTimeout; t != nil && *t < 0 {
 		problems = append(problems, "server.session_timeout must not be negative (0 keeps idle sessions)")
 	}
+	if p := c.Planner; p != nil {
+		problems = append(problems, validatePlanner(p)...)
+	}
 	for _, name := range slices.Sorted(maps.Keys(c.MCPServers)) {
 		if err := c.MCPServers[name].Validate(name); err != nil {
 			problems = append(problems, fmt.Sprintf("mcpServers.%s: %v", name, err))
@@ -217,6 +237,36 @@ func (c *Config) validate() error {
 		return errors.New(strings.Join(problems, "; "))
 	}
 	return nil
+}
+
+// validatePlanner checks the planner block; the API key is checked when
+// the model is built, since it lives in the environment.
+func validatePlanner(p *llm.Config) []string {
+	providers := []string{llm.ProviderOpenAI, llm.ProviderAnthropic, llm.ProviderScripted, llm.ProviderSampling}
+	var problems []string
+	switch p.Provider {
+	case llm.ProviderOpenAI, llm.ProviderAnthropic:
+		if p.Model == "" {
+			problems = append(problems, fmt.Sprintf("planner.model is required for provider %q (for example %q)", p.Provider, map[string]string{llm.ProviderOpenAI: "gpt-4o-mini", llm.ProviderAnthropic: "claude-sonnet-4-5"}[p.Provider]))
+		}
+	case llm.ProviderScripted:
+		if p.Script == "" {
+			problems = append(problems, "planner.script is required for provider \"scripted\": a JSON or JSONL file of responses")
+		}
+	case llm.ProviderSampling:
+	case "":
+		problems = append(problems, "planner.provider is required: one of "+strings.Join(providers, ", "))
+	default:
+		msg := fmt.Sprintf("planner.provider %q is unknown: use one of %s", p.Provider, strings.Join(providers, ", "))
+		if s := suggest.Closest(p.Provider, providers, 1); len(s) > 0 {
+			msg += fmt.Sprintf("; did you mean %q?", s[0])
+		}
+		problems = append(problems, msg)
+	}
+	if p.MaxTokens < 0 || p.Timeout < 0 {
+		problems = append(problems, "planner.max_tokens and planner.timeout must not be negative")
+	}
+	return problems
 }
 
 var yamlLine = regexp.MustCompile(`^yaml: (?:unmarshal errors:\n\s*)?line (\d+): `)
