@@ -47,6 +47,7 @@ type App struct {
 	mu      sync.Mutex
 	exposed map[string]bool // tool names listed to clients next to agent_orchestrate
 	closers []func() error
+	planner *plannerSetup
 }
 
 // New builds an App from a configuration.
@@ -77,6 +78,10 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		Logger:    log,
 		Forbidden: func(name string) bool { return name == orchestrate.ToolName },
 	})
+	var err error
+	if a.planner, err = newPlanner(cfg, cat, a.Engine, func(name string) bool { return name == orchestrate.ToolName }, log); err != nil {
+		return nil, err
+	}
 	version := opts.Version
 	if version == "" {
 		version = "dev"
@@ -145,6 +150,7 @@ func (a *App) sync() {
 	tools := a.Catalog.List()
 	a.Server.AddTool(orchestrate.MCPTool(tools), a.track(a.Engine.Handler(orchestrate.HandlerOptions{
 		MaxRequestBytes: int(a.Config.Server.MaxRequestBytes),
+		Prompt:          a.prompt,
 	})))
 	want := map[string]bool{}
 	for _, t := range tools {

@@ -1,0 +1,140 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/orchestra-mcp/orchestra/config"
+	"github.com/orchestra-mcp/orchestra/llm"
+	"github.com/orchestra-mcp/orchestra/orchestrate"
+	"github.com/orchestra-mcp/orchestra/planner"
+	"github.com/orchestra-mcp/orchestra/registry"
+)
+
+// plannerExample is what the errors about a missing planner suggest.
+const plannerExample = `add a planner block to the configuration file, for example:
+  planner:
+    provider: openai          # or anthropic; set base_url for Ollama, vLLM, llama.cpp, LM Studio, OpenRouter
+    model: gpt-4o-mini
+    # the API key is read from OPENAI_API_KEY (ANTHROPIC_API_KEY for anthropic); api_key_env names another variable`
+
+// plannerSetup is the App's planner: a configured model, or, without one,
+// the client's model through MCP sampling.
+type plannerSetup struct {
+	base     *planner.Planner
+	model    llm.Model // the configured model; nil samples the client's
+	provider string    // the configured provider, if any
+	key      []byte    // signs the state of multi round-trip sampling
+	sampling llm.SamplingOptions
+}
+
+// newPlanner builds the planner a configuration describes. A planner block
+// that names a model which cannot be built (no API key, no script) is an
+// error here, so that a misconfigured server does not start.
+func newPlanner(cfg *config.Config, cat *registry.Catalog, engine *orchestrate.Engine, forbidden func(string) bool, log *slog.Logger) (*plannerSetup, error) {
+	ps := &plannerSetup{sampling: llm.SamplingOptions{Logger: log}}
+	if pc := cfg.Planner; pc != nil {
+		ps.provider = pc.Provider
+		if pc.Provider == llm.ProviderSampling {
+			ps.sampling.MaxTokens, ps.sampling.Temperature, ps.sampling.Timeout = pc.MaxTokens, pc.Temperature, pc.Timeout.D()
+		} else {
+			m, err := llm.New(*pc, llm.Options{Logger: log})
+			if err != nil {
+				return nil, fmt.Errorf("planner: %w", err)
+			}
+			ps.model = m
+		}
+	}
+	key, err := stateKey(cfg.Server.StateKeyEnv)
+	if err != nil {
+		return nil, err
+	}
+	ps.key = key
+	ps.base = planner.New(planner.Options{
+		Catalog:      cat,
+		Engine:       engine,
+		Model:        ps.model,
+		Forbidden:    forbidden,
+		Attempts:     cfg.Limits.PlannerAttempts,
+		MaxToolSteps: cfg.Limits.MaxToolSteps,
+		Logger:       log,
+	})
+	return ps, nil
+}
+
+// stateKey reads the signing key from the environment variable env, or
+// makes a random one for this process.
+func stateKey(env string) ([]byte, error) {
+	if env != "" {
+		v := os.Getenv(env)
+		if len(v) < 16 {
+			return nil, fmt.Errorf("server.state_key_env names %s, which must hold a secret of at least 16 bytes (it holds %d)", env, len(v))
+		}
+		return []byte(v), nil
+	}
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return nil, fmt.Errorf("making the state key: %w", err)
+	}
+	return key, nil
+}
+
+// Planner returns the planner with the configured model, for the CLI's
+// plan and ask. Without a configured model it says what to configure.
+func (a *App) Planner() (*planner.Planner, error) {
+	ps := a.planner
+	switch {
+	case ps.model != nil:
+		return ps.base, nil
+	case ps.provider == llm.ProviderSampling:
+		return nil, fmt.Errorf("planner provider %q samples an MCP client's model, and there is no client here; to plan from the command line, %s", llm.ProviderSampling, plannerExample)
+	}
+	return nil, errors.New("no planner is configured; " + plannerExample)
+}
+
+// prompt runs the prompt path of agent_orchestrate: with the configured
+// model, or with the client's through sampling. On protocol 2026-07-28
+// sampling is a multi round-trip request: a round that needs the client's
+// answer returns the input request, and the next round replays the
+// answers so far from the signed request state.
+func (a *App) prompt(ctx context.Context, req *mcp.CallToolRequest, r *orchestrate.Request) *mcp.CallToolResult {
+	ps := a.planner
+	p := ps.base
+	var input *llm.InputSampling
+	if ps.model == nil {
+		m, err := llm.SamplingFor(req, ps.key, ps.sampling)
+		if err != nil {
+			if errors.Is(err, llm.ErrUnavailable) {
+				err = fmt.Errorf("no planner model is configured and this client does not support sampling: %s", plannerExample)
+			}
+			return orchestrate.Result(a.Engine.RunPrompt(ctx, r, failPlanning(err)))
+		}
+		input, _ = m.(*llm.InputSampling)
+		p = p.WithModel(m)
+	}
+	env, err := p.Run(ctx, r)
+	if err != nil {
+		if input != nil && input.Pending() {
+			if res, ierr := input.InputResult(); ierr == nil {
+				return res
+			} else {
+				err = ierr
+			}
+		}
+		return orchestrate.Result(a.Engine.RunPrompt(ctx, r, failPlanning(err)))
+	}
+	return orchestrate.Result(env)
+}
+
+// failPlanning is a planner that fails with err.
+func failPlanning(err error) orchestrate.PlanFunc {
+	return func(context.Context) (*orchestrate.Plan, *orchestrate.PlannerInfo, []*orchestrate.Issue, error) {
+		return nil, nil, nil, err
+	}
+}
