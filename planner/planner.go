@@ -180,7 +180,7 @@ func (p *Planner) Plan(ctx context.Context, req *orchestrate.Request) (*Result, 
 			}
 		}
 		if len(issues) == 0 {
-			res.Info.LastAnswer = ""
+			res.Info.LastAnswer, res.Issues = "", nil
 			return res, nil
 		}
 		res.Issues = issues

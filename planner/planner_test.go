@@ -68,8 +68,8 @@ func TestPlanRepair(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v: %v", err, res.Issues)
 	}
-	if res.Info.ModelCalls != 2 || res.Info.Attempts != 2 || res.Info.InputTokens != 2000 || res.Info.LastAnswer != "" {
-		t.Errorf("info = %+v", res.Info)
+	if res.Info.ModelCalls != 2 || res.Info.Attempts != 2 || res.Info.InputTokens != 2000 || res.Info.LastAnswer != "" || len(res.Issues) != 0 {
+		t.Errorf("info = %+v, issues %v", res.Info, res.Issues)
 	}
 	reqs := m.Requests()
 	if len(reqs) != 2 {
@@ -84,6 +84,19 @@ func TestPlanRepair(t *testing.T) {
 		if !strings.Contains(feedback, want) {
 			t.Errorf("the feedback does not mention %q:\n%s", want, feedback)
 		}
+	}
+}
+
+// Run after a repair runs the repaired plan.
+func TestRunAfterRepair(t *testing.T) {
+	m := llm.NewScripted([]llm.Response{planning(invalidPlan), planning(validPlan)})
+	f := newFixture(t, m, fixtureOpts{})
+	env, err := f.planner.Run(t.Context(), &orchestrate.Request{Prompt: "blog"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := env.Artifact; !a.Success || len(a.ValidationErrors) != 0 || a.Planner.ModelCalls != 2 || len(f.calls.list()) != 2 {
+		t.Errorf("status %s, validation %v, planner %+v, calls %v", a.Status, a.ValidationErrors, a.Planner, f.calls.list())
 	}
 }
 
