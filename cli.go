@@ -8,15 +8,18 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/orchestra-mcp/orchestra/config"
 	"github.com/orchestra-mcp/orchestra/internal/suggest"
 	"github.com/orchestra-mcp/orchestra/orchestrate"
+	"github.com/orchestra-mcp/orchestra/registry/mcpserver"
 	"github.com/orchestra-mcp/orchestra/server"
 )
 
@@ -428,7 +431,11 @@ func cmdTools(ctx context.Context, env *cliEnv, args []string) int {
 			}
 			out = append(out, e)
 		}
-		writeJSON(env.stdout, map[string]any{"tools": out})
+		servers := app.Downstream()
+		if servers == nil {
+			servers = []mcpserver.ServerStatus{}
+		}
+		writeJSON(env.stdout, map[string]any{"tools": out, "servers": servers})
 		return exitOK
 	}
 	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
@@ -445,6 +452,26 @@ func cmdTools(ctx context.Context, env *cliEnv, args []string) int {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Name, t.Source, out, summary)
 	}
 	tw.Flush()
+	if servers := app.Downstream(); len(servers) > 0 {
+		fmt.Fprintln(env.stdout)
+		tw = tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "SERVER\tSTATE\tTOOLS\tPROBLEMS")
+		for _, st := range servers {
+			var problems []string
+			if st.Error != "" {
+				problems = append(problems, st.Error)
+			}
+			problems = append(problems, st.ToolProblems...)
+			for _, name := range slices.Sorted(maps.Keys(st.SchemaProblems)) {
+				problems = append(problems, fmt.Sprintf("%s: schema unusable: %s", name, st.SchemaProblems[name]))
+			}
+			if len(problems) == 0 {
+				problems = []string{"-"}
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", st.Name, st.State, len(st.Tools), strings.Join(problems, "; "))
+		}
+		tw.Flush()
+	}
 	return exitOK
 }
 

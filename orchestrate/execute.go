@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -671,15 +672,13 @@ func (r *run) runLeaf(ctx context.Context, s *Step) {
 			return
 		}
 		var fail *Error
+		var failedOutput any // a failed tool's structured result, kept in the record
 		retryable := false
 		var perr *registry.PanicError
 		switch {
 		case err == nil: // res.IsError
-			msg := res.Text()
-			if msg == "" {
-				msg = "the tool reported an error without a message"
-			}
-			fail = &Error{Code: CodeToolError, Message: msg}
+			fail = &Error{Code: CodeToolError, Message: toolErrorMessage(res.Text(), res.Structured != nil)}
+			failedOutput = res.Structured
 		case errors.As(err, &perr):
 			r.e.log.Error("tool panicked", "exec_id", r.execID, "step_id", s.ID, "tool", s.Tool, "panic", perr.Value, "stack", string(perr.Stack))
 			fail = &Error{Code: CodePanic, Message: perr.Error()}
@@ -698,6 +697,11 @@ func (r *run) runLeaf(ctx context.Context, s *Step) {
 		}
 		if !retryable || attempt >= attempts {
 			r.end(s, StatusFailed, nil, fail)
+			if failedOutput != nil {
+				r.mu.Lock()
+				r.records[s].Output = failedOutput
+				r.mu.Unlock()
+			}
 			return
 		}
 		r.e.log.Warn("retrying step", "exec_id", r.execID, "step_id", s.ID, "tool", s.Tool, "attempt", attempt, "code", fail.Code, "err", fail.Message)
@@ -755,6 +759,33 @@ func nonText(cs []mcp.Content) []mcp.Content {
 		}
 	}
 	return out
+}
+
+// maxErrorMessage caps the message of a tool error in the envelope; the
+// full result stays in the step's output.
+const maxErrorMessage = 1024
+
+// toolErrorMessage makes the message of a tool that reported an error: its
+// text, cut to its first paragraph or maxErrorMessage bytes when longer (a
+// failed downstream orchestration sends a summary, then its whole envelope).
+func toolErrorMessage(text string, structured bool) string {
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return "the tool reported an error without a message"
+	}
+	if len(text) <= maxErrorMessage {
+		return text
+	}
+	cut := text
+	if i := strings.Index(text, "\n\n"); i > 0 && i <= maxErrorMessage {
+		cut = text[:i]
+	} else {
+		cut = strings.ToValidUTF8(text[:maxErrorMessage], "") + "…"
+	}
+	if structured {
+		return cut + " (the full result is in the step's output)"
+	}
+	return cut + fmt.Sprintf(" (%d bytes in all)", len(text))
 }
 
 // resolveArgs resolves the templates in the arguments of s.

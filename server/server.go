@@ -20,6 +20,7 @@ import (
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 	"github.com/orchestra-mcp/orchestra/registry"
 	"github.com/orchestra-mcp/orchestra/registry/builtin"
+	"github.com/orchestra-mcp/orchestra/registry/mcpserver"
 )
 
 // Options configure an App.
@@ -48,6 +49,8 @@ type App struct {
 	exposed map[string]bool // tool names listed to clients next to agent_orchestrate
 	closers []func() error
 	planner *plannerSetup
+
+	downstream *mcpserver.Manager // nil without mcpServers
 }
 
 // New builds an App from a configuration.
@@ -94,6 +97,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	a.Server.AddReceivingMiddleware(a.unknownTools)
 	a.sync()
 	cat.OnChange(a.sync)
+	a.startDownstream(ctx, version)
 	return a, nil
 }
 
@@ -238,6 +242,9 @@ func (a *App) cancelPlans() { a.cancel() }
 func (a *App) expose(t registry.Tool) bool {
 	if t.Source == "builtin" {
 		return a.Config.Server.ExposeBuiltinTools()
+	}
+	if a.downstream != nil {
+		return a.downstream.Exposed(t.Name)
 	}
 	return true
 }
