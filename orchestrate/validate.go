@@ -168,9 +168,7 @@ func (v *validator) step(s *Step) {
 			switch t.Kind {
 			case Literal:
 				if name, ok := looksLikeTemplate(val); ok && v.knownName(name) {
-					is := v.argIssue(s, path, CodeNotATemplate, "%q is passed as plain text; to reference a step's output write $%s.output.<field>", val, name)
-					v.res.Errors = v.res.Errors[:len(v.res.Errors)-1]
-					v.res.Warnings = append(v.res.Warnings, is)
+					v.argWarning(s, path, CodeNotATemplate, "%q is passed as plain text; to reference a step's output write $%s.output.<field>", val, name)
 				}
 				return
 			case Whole:
@@ -229,7 +227,15 @@ func (v *validator) knownName(name string) bool {
 }
 
 func (v *validator) argIssue(s *Step, path []Seg, code, format string, args ...any) *Issue {
-	is := v.errorf(s, code, format, args...)
+	return locate(v.errorf(s, code, format, args...), path)
+}
+
+func (v *validator) argWarning(s *Step, path []Seg, code, format string, args ...any) *Issue {
+	return locate(v.warnf(s, code, format, args...), path)
+}
+
+// locate points an issue at the argument at path.
+func locate(is *Issue, path []Seg) *Issue {
 	is.Path += ".arguments" + PathString(path)
 	if len(path) > 0 && !path[0].IsIndex {
 		is.Argument = path[0].Key
@@ -281,12 +287,8 @@ func (v *validator) ref(s *Step, tool registry.Tool, haveTool bool, r argRef) {
 			return
 		}
 		if unchecked != "" {
-			is := v.warnf(s, CodeUncheckedRef, "%s cannot be checked before the plan runs: %s; a missing field fails the step at run time", r.ref.Canonical(), unchecked)
-			is.Path += ".arguments" + PathString(r.path)
+			is := v.argWarning(s, r.path, CodeUncheckedRef, "%s cannot be checked before the plan runs: %s; a missing field fails the step at run time", r.ref.Canonical(), unchecked)
 			is.Template = r.tmpl
-			if len(r.path) > 0 && !r.path[0].IsIndex {
-				is.Argument = r.path[0].Key
-			}
 		}
 		node = n
 	}
