@@ -31,20 +31,9 @@ type anthropicModel struct {
 // a gateway that adds its own. No other environment variable is consulted.
 // The answer length defaults to [DefaultMaxTokens], as the API requires one.
 func NewAnthropic(cfg Config, opts Options) (Model, error) {
-	const provider = ProviderAnthropic
-	if cfg.Model == "" {
-		return nil, &Error{Provider: provider, Op: "configuring", Kind: ErrBadRequest,
-			Err: errors.New("no model: set planner.model (for example \"claude-sonnet-4-5\")")}
-	}
-	env := cfg.keyEnv(DefaultAnthropicKeyEnv)
-	key := opts.getenv(env)
-	if key == "" && cfg.BaseURL == "" {
-		return nil, &Error{Provider: provider, Op: "configuring", Kind: ErrAuth,
-			Err: fmt.Errorf("no API key: set the environment variable %s (or name another one in planner.api_key_env)", env)}
-	}
-	hc := opts.HTTPClient
-	if hc == nil {
-		hc = &http.Client{}
+	env, key, hc, err := cfg.credentials(ProviderAnthropic, DefaultAnthropicKeyEnv, opts, `"claude-sonnet-4-5"`, "")
+	if err != nil {
+		return nil, err
 	}
 	ro := []option.RequestOption{
 		option.WithHTTPClient(hc),

@@ -169,5 +169,27 @@ func (c Config) temperature(req *Request) *float64 {
 	return c.Temperature
 }
 
+// credentials checks that cfg names a model and finds its API key in the
+// environment variable the configuration names (or defaultEnv). A missing
+// key is an error unless cfg.BaseURL is set. It also returns the HTTP client
+// to use.
+func (cfg Config) credentials(provider, defaultEnv string, opts Options, modelExample, keyHint string) (env, key string, hc *http.Client, err error) {
+	if cfg.Model == "" {
+		return "", "", nil, &Error{Provider: provider, Op: "configuring", Kind: ErrBadRequest,
+			Err: fmt.Errorf("no model: set planner.model (for example %s)", modelExample)}
+	}
+	env = cfg.keyEnv(defaultEnv)
+	key = opts.getenv(env)
+	if key == "" && cfg.BaseURL == "" {
+		return "", "", nil, &Error{Provider: provider, Op: "configuring", Kind: ErrAuth,
+			Err: fmt.Errorf("no API key: set the environment variable %s (or name another one in planner.api_key_env)%s", env, keyHint)}
+	}
+	hc = opts.HTTPClient
+	if hc == nil {
+		hc = &http.Client{}
+	}
+	return env, key, hc, nil
+}
+
 // Duration is a duration written as "30s" or as a number of milliseconds.
 type Duration = duration.Duration

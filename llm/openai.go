@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"time"
 
 	"github.com/openai/openai-go/v3"
@@ -37,20 +36,10 @@ type openAIModel struct {
 // max_completion_tokens, which current OpenAI models require; otherwise as
 // max_tokens, which compatible servers understand.
 func NewOpenAI(cfg Config, opts Options) (Model, error) {
-	const provider = ProviderOpenAI
-	if cfg.Model == "" {
-		return nil, &Error{Provider: provider, Op: "configuring", Kind: ErrBadRequest,
-			Err: errors.New("no model: set planner.model (for example \"gpt-4o-mini\", or the name of a model your server serves)")}
-	}
-	env := cfg.keyEnv(DefaultOpenAIKeyEnv)
-	key := opts.getenv(env)
-	if key == "" && cfg.BaseURL == "" {
-		return nil, &Error{Provider: provider, Op: "configuring", Kind: ErrAuth,
-			Err: fmt.Errorf("no API key: set the environment variable %s (or name another one in planner.api_key_env), or set planner.base_url to a local server that needs none", env)}
-	}
-	hc := opts.HTTPClient
-	if hc == nil {
-		hc = &http.Client{}
+	env, key, hc, err := cfg.credentials(ProviderOpenAI, DefaultOpenAIKeyEnv, opts,
+		`"gpt-4o-mini", or the name of a model your server serves`, ", or set planner.base_url to a local server that needs none")
+	if err != nil {
+		return nil, err
 	}
 	ro := []option.RequestOption{
 		option.WithHTTPClient(hc),
