@@ -186,7 +186,7 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 	fs := newFlagSet(env, "serve", &cf)
 	addr := fs.String("http", "", "serve Streamable HTTP at `ADDR` (host:port, or :port for 127.0.0.1:port) instead of stdio")
 	stateless := fs.Bool("stateless", false, "with --http: serve without sessions")
-	insecure := fs.Bool("insecure", false, "with --http: allow a non-loopback address without authentication")
+	insecure := fs.Bool("insecure", false, "with --http: allow a non-loopback address without authentication (server.auth)")
 	if code, ok := parse(env, fs, args); !ok {
 		return code
 	}
@@ -202,9 +202,9 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	var ln net.Listener
 	if *addr != "" {
-		hostport, err := listenAddr(*addr, *insecure)
+		hostport, err := listenAddr(*addr, *insecure || cfg.Server.Auth.Enabled())
 		if err != nil {
-			return env.usageError("serve", err.Error(), "bind a loopback address such as 127.0.0.1:8080, or pass --insecure to accept the risk")
+			return env.usageError("serve", err.Error(), "bind a loopback address such as 127.0.0.1:8080, configure bearer tokens (server.auth in the configuration file), or pass --insecure to accept the risk")
 		}
 		if ln, err = net.Listen("tcp", hostport); err != nil {
 			env.errorf("listening on %s: %v", hostport, err)
@@ -232,8 +232,8 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 }
 
 // listenAddr fills in a loopback host and refuses non-loopback addresses
-// unless insecure.
-func listenAddr(addr string, insecure bool) (string, error) {
+// unless authenticated (bearer tokens are configured) or insecure.
+func listenAddr(addr string, authenticated bool) (string, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return "", fmt.Errorf("invalid --http address %q: %v", addr, err)
@@ -241,7 +241,7 @@ func listenAddr(addr string, insecure bool) (string, error) {
 	if host == "" {
 		host = "127.0.0.1"
 	}
-	if !insecure && !isLoopback(host) {
+	if !authenticated && !isLoopback(host) {
 		return "", fmt.Errorf("refusing to serve on %s without authentication: anyone who can reach it could run plans", net.JoinHostPort(host, port))
 	}
 	return net.JoinHostPort(host, port), nil

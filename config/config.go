@@ -61,6 +61,13 @@ type Limits struct {
 	PlannerAttempts int `yaml:"planner_attempts" json:"planner_attempts"`
 	// MaxToolSteps bounds the model turns of the reactive fallback.
 	MaxToolSteps int `yaml:"max_tool_steps" json:"max_tool_steps"`
+	// MaxConcurrentPlans caps the orchestrations running at once in this
+	// process; a call beyond it fails at once with the code busy rather
+	// than waiting in a queue.
+	MaxConcurrentPlans int `yaml:"max_concurrent_plans" json:"max_concurrent_plans"`
+	// MaxDownstreamResponseBytes is the largest tool result, as JSON, that
+	// a downstream MCP server may return; a larger one fails the call.
+	MaxDownstreamResponseBytes int64 `yaml:"max_downstream_response_bytes" json:"max_downstream_response_bytes"`
 }
 
 // Server configures the MCP server and its HTTP transport.
@@ -79,6 +86,37 @@ type Server struct {
 	// the state of multi round-trip sampling. Instances serving the same
 	// clients need the same key; without one, each process makes its own.
 	StateKeyEnv string `yaml:"state_key_env,omitempty" json:"state_key_env,omitempty"`
+	// Auth turns on bearer-token authentication of HTTP requests.
+	Auth Auth `yaml:"auth" json:"auth"`
+	// RateLimit caps the HTTP requests of each client.
+	RateLimit RateLimit `yaml:"rate_limit" json:"rate_limit"`
+}
+
+// Auth configures bearer-token authentication of the HTTP transport. With
+// tokens configured, every request to /mcp must carry one of them as
+// "Authorization: Bearer TOKEN", and orchestra may listen on non-loopback
+// addresses. Tokens are never written to logs.
+type Auth struct {
+	// TokensEnv names an environment variable holding the accepted tokens,
+	// separated by commas, spaces or newlines.
+	TokensEnv string `yaml:"tokens_env,omitempty" json:"tokens_env,omitempty"`
+	// TokensFile is a file holding the accepted tokens, one a line; blank
+	// lines and lines starting with # are ignored.
+	TokensFile string `yaml:"tokens_file,omitempty" json:"tokens_file,omitempty"`
+}
+
+// Enabled reports whether a source of tokens is configured.
+func (a Auth) Enabled() bool { return a.TokensEnv != "" || a.TokensFile != "" }
+
+// RateLimit configures per-client rate limits of the HTTP transport; a
+// client is its bearer token, or its remote address without one. A client
+// over its limit gets 429 with Retry-After.
+type RateLimit struct {
+	// RequestsPerSecond is the sustained rate allowed to each client.
+	// Default 50; negative turns the limit off.
+	RequestsPerSecond float64 `yaml:"requests_per_second" json:"requests_per_second"`
+	// Burst is how many requests a client may send at once. Default 100.
+	Burst int `yaml:"burst" json:"burst"`
 }
 
 // Default values of Server.
@@ -86,6 +124,11 @@ const (
 	DefaultMaxRequestBytes = 4 << 20
 	DefaultShutdownGrace   = 10 * time.Second
 	DefaultSessionTimeout  = 30 * time.Minute
+	DefaultRateLimit       = 50
+	DefaultRateBurst       = 100
+
+	DefaultMaxConcurrentPlans         = 64
+	DefaultMaxDownstreamResponseBytes = 8 << 20
 )
 
 // Default returns the configuration used when no file is given.
@@ -131,6 +174,14 @@ func (c *Config) applyDefaults() {
 	setInt(&l.MaxTemplates, d.MaxTemplates)
 	setInt(&l.PlannerAttempts, planner.DefaultAttempts)
 	setInt(&l.MaxToolSteps, planner.DefaultMaxToolSteps)
+	setInt(&l.MaxConcurrentPlans, DefaultMaxConcurrentPlans)
+	if l.MaxDownstreamResponseBytes == 0 {
+		l.MaxDownstreamResponseBytes = DefaultMaxDownstreamResponseBytes
+	}
+	if c.Server.RateLimit.RequestsPerSecond == 0 {
+		c.Server.RateLimit.RequestsPerSecond = DefaultRateLimit
+	}
+	setInt(&c.Server.RateLimit.Burst, DefaultRateBurst)
 	if l.StepTimeout == 0 {
 		l.StepTimeout = d.StepTimeout
 	}
@@ -204,7 +255,7 @@ func Parse(data []byte, lookup func(string) (string, bool)) (*Config, error) {
 func (c *Config) validate() error {
 	var problems []string
 	l := c.Limits
-	for name, v := range map[string]int{"max_depth": l.MaxDepth, "max_steps": l.MaxSteps, "max_parallel": l.MaxParallel, "max_nesting": l.MaxNesting, "max_attempts": l.MaxAttempts, "max_step_output_bytes": l.MaxStepOutputBytes, "max_response_bytes": l.MaxResponseBytes, "max_templates": l.MaxTemplates, "planner_attempts": l.PlannerAttempts, "max_tool_steps": l.MaxToolSteps} {
+	for name, v := range map[string]int{"max_depth": l.MaxDepth, "max_steps": l.MaxSteps, "max_parallel": l.MaxParallel, "max_nesting": l.MaxNesting, "max_attempts": l.MaxAttempts, "max_step_output_bytes": l.MaxStepOutputBytes, "max_response_bytes": l.MaxResponseBytes, "max_templates": l.MaxTemplates, "planner_attempts": l.PlannerAttempts, "max_tool_steps": l.MaxToolSteps, "max_concurrent_plans": l.MaxConcurrentPlans} {
 		if v < 0 {
 			problems = append(problems, fmt.Sprintf("limits.%s must not be negative", name))
 		}
@@ -214,6 +265,12 @@ func (c *Config) validate() error {
 	}
 	if l.PlanTimeout < 0 {
 		problems = append(problems, "limits.plan_timeout must not be negative")
+	}
+	if l.MaxDownstreamResponseBytes < 0 {
+		problems = append(problems, "limits.max_downstream_response_bytes must not be negative")
+	}
+	if c.Server.RateLimit.Burst < 0 {
+		problems = append(problems, "server.rate_limit.burst must not be negative")
 	}
 	if s := c.Server; s.MaxRequestBytes < 0 {
 		problems = append(problems, "server.max_request_bytes must not be negative")

@@ -17,6 +17,8 @@ func (a *App) startDownstream(ctx context.Context, version string) {
 		Logger:        a.log,
 		ClientName:    "orchestra",
 		ClientVersion: version,
+		// A downstream result may be up to this large as JSON.
+		MaxResponseBytes: a.Config.Limits.MaxDownstreamResponseBytes,
 	})
 	a.downstream.Start(ctx)
 	a.closers = append(a.closers, a.downstream.Close)

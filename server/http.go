@@ -23,8 +23,9 @@ type HTTPOptions struct {
 }
 
 // HTTPHandler returns the HTTP handler: Streamable HTTP at /mcp, with the
-// SDK's DNS-rebinding protection, cross-origin protection and the request
-// body limit, and a health check at /healthz.
+// SDK's DNS-rebinding protection, cross-origin protection, the request
+// body limit, bearer-token authentication when server.auth is configured
+// and per-client rate limits, and a health check at /healthz.
 func (a *App) HTTPHandler(opts HTTPOptions) http.Handler {
 	cfg := a.Config.Server
 	var idle time.Duration
@@ -38,7 +39,14 @@ func (a *App) HTTPHandler(opts HTTPOptions) http.Handler {
 		MaxRequestBodyBytes: cfg.MaxRequestBytes,
 	})
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", http.NewCrossOriginProtection().Handler(limitBody(cfg.MaxRequestBytes, h)))
+	var mcpHandler http.Handler = http.NewCrossOriginProtection().Handler(limitBody(cfg.MaxRequestBytes, h))
+	if a.tokens != nil {
+		mcpHandler = a.tokens.requireToken(mcpHandler)
+	}
+	if rl := cfg.RateLimit; rl.RequestsPerSecond > 0 {
+		mcpHandler = newRateLimiter(rl.RequestsPerSecond, rl.Burst, a.tokens).limit(mcpHandler)
+	}
+	mux.Handle("/mcp", mcpHandler)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, "{\"status\":\"ok\",\"tools\":%d}\n", len(a.Catalog.Names()))

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -49,6 +50,7 @@ type App struct {
 	exposed map[string]bool // tool names listed to clients next to agent_orchestrate
 	closers []func() error
 	planner *plannerSetup
+	tokens  *tokenSet // nil without HTTP authentication
 
 	downstream *mcpserver.Manager // nil without mcpServers
 }
@@ -74,6 +76,11 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		return nil, err
 	}
 	a := &App{Config: cfg, Catalog: cat, log: log, exposed: map[string]bool{}}
+	tokens, err := loadTokens(cfg.Server.Auth, os.LookupEnv)
+	if err != nil {
+		return nil, err
+	}
+	a.tokens = tokens
 	a.drain, a.cancel = context.WithCancel(context.Background())
 	a.Engine = orchestrate.NewEngine(orchestrate.Options{
 		Tools:     cat,
@@ -81,7 +88,6 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		Logger:    log,
 		Forbidden: func(name string) bool { return name == orchestrate.ToolName },
 	})
-	var err error
 	if a.planner, err = newPlanner(cfg, cat, a.Engine, func(name string) bool { return name == orchestrate.ToolName }, log); err != nil {
 		return nil, err
 	}
@@ -177,10 +183,13 @@ func (a *App) sync() {
 	a.exposed = want
 }
 
-// track counts running plans and cancels them when the app drains.
+// track counts running plans and cancels them when the app drains. A call
+// beyond limits.max_concurrent_plans fails at once with the code busy.
 func (a *App) track(h mcp.ToolHandler) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		a.plans.add()
+		if limit := a.Config.Limits.MaxConcurrentPlans; !a.plans.tryAdd(limit) {
+			return orchestrate.Result(a.Engine.Reject(ctx, []*orchestrate.Issue{{Code: orchestrate.CodeBusy, Message: fmt.Sprintf("the server is running %d plans, its limit (limits.max_concurrent_plans): retry in a moment, or raise the limit in the configuration file", limit)}})), nil
+		}
 		defer a.plans.done()
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
@@ -207,6 +216,20 @@ func (f *inflight) add() {
 		f.zero = make(chan struct{})
 	}
 	f.n++
+}
+
+// tryAdd adds one unless limit (when positive) is reached.
+func (f *inflight) tryAdd(limit int) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if limit > 0 && f.n >= limit {
+		return false
+	}
+	if f.n == 0 {
+		f.zero = make(chan struct{})
+	}
+	f.n++
+	return true
 }
 
 func (f *inflight) done() {

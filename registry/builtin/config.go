@@ -1,6 +1,8 @@
 package builtin
 
 import (
+	"net"
+	"net/netip"
 	"time"
 
 	"github.com/orchestra-mcp/orchestra/internal/duration"
@@ -63,6 +65,14 @@ type HTTPConfig struct {
 	// MaxRedirects caps how many redirects are followed. Default 5; a
 	// negative value follows none (the 3xx response is returned).
 	MaxRedirects int `json:"max_redirects,omitempty" yaml:"max_redirects,omitempty"`
+
+	// Resolver resolves host names; nil means the system's. It is set in
+	// code (tests point it at a fake DNS server), never from a file.
+	Resolver *net.Resolver `json:"-" yaml:"-"`
+	// AllowAddr, when not nil, lets the address guard pass the dialed
+	// addresses it reports true for. It is set in code (tests use it to
+	// stand a loopback server in for a public one), never from a file.
+	AllowAddr func(netip.AddrPort) bool `json:"-" yaml:"-"`
 }
 
 // RenderConfig configures render.

@@ -103,7 +103,10 @@ type httpTool struct {
 
 func newHTTPTool(cfg HTTPConfig, exempt func(netip.AddrPort) bool) *httpTool {
 	h := &httpTool{cfg: cfg, hosts: newHostMatcher(cfg.AllowedHosts), timeout: cfg.Timeout.D()}
-	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
+	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second, Resolver: cfg.Resolver}
+	if exempt == nil {
+		exempt = cfg.AllowAddr
+	}
 	if !cfg.AllowPrivateNetworks {
 		dialer.ControlContext = func(ctx context.Context, network, address string, c syscall.RawConn) error {
 			if exempt != nil {

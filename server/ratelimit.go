@@ -1,0 +1,101 @@
+package server
+
+import (
+	"fmt"
+	"math"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// rateLimiter keeps one token bucket per client: a client is its bearer
+// token when it has a valid one, else its remote address. Buckets idle for
+// longer than idleAfter are dropped.
+type rateLimiter struct {
+	rps    rate.Limit
+	burst  int
+	tokens *tokenSet // nil without authentication
+	now    func() time.Time
+
+	mu      sync.Mutex
+	clients map[string]*clientBucket
+	swept   time.Time
+}
+
+type clientBucket struct {
+	lim  *rate.Limiter
+	seen time.Time
+}
+
+// idleAfter is how long a client's bucket is kept after its last request.
+const idleAfter = 10 * time.Minute
+
+func newRateLimiter(rps float64, burst int, tokens *tokenSet) *rateLimiter {
+	if burst <= 0 {
+		burst = max(1, int(math.Ceil(rps)))
+	}
+	return &rateLimiter{rps: rate.Limit(rps), burst: burst, tokens: tokens, now: time.Now, clients: map[string]*clientBucket{}}
+}
+
+// key names the client of r.
+func (l *rateLimiter) key(r *http.Request) string {
+	if l.tokens != nil {
+		if tok, ok := bearer(r); ok && l.tokens.match(tok) {
+			return clientID(tok)
+		}
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	return "addr:" + host
+}
+
+// allow takes a token from the client's bucket, or returns how long the
+// client must wait for one.
+func (l *rateLimiter) allow(key string) (bool, time.Duration) {
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if now.Sub(l.swept) > idleAfter {
+		for k, b := range l.clients {
+			if now.Sub(b.seen) > idleAfter {
+				delete(l.clients, k)
+			}
+		}
+		l.swept = now
+	}
+	b := l.clients[key]
+	if b == nil {
+		b = &clientBucket{lim: rate.NewLimiter(l.rps, l.burst)}
+		l.clients[key] = b
+	}
+	b.seen = now
+	res := b.lim.ReserveN(now, 1)
+	if !res.OK() {
+		return false, time.Second
+	}
+	if d := res.DelayFrom(now); d > 0 {
+		res.CancelAt(now)
+		return false, d
+	}
+	return true, 0
+}
+
+// limit answers a client over its rate with 429 and Retry-After.
+func (l *rateLimiter) limit(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ok, wait := l.allow(l.key(r))
+		if ok {
+			next.ServeHTTP(w, r)
+			return
+		}
+		secs := max(1, int(math.Ceil(wait.Seconds())))
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		http.Error(w, fmt.Sprintf("too many requests: this client may send %g requests per second (bursts of %d); retry after %d s, or raise server.rate_limit in the server's configuration", float64(l.rps), l.burst, secs), http.StatusTooManyRequests)
+	})
+}
