@@ -4,9 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -275,16 +278,18 @@ func capOutputs(a *Artifact, perStep, total int) {
 		if v == nil {
 			return
 		}
-		data, err := json.Marshal(v)
-		if err != nil {
-			return
+		size, ok := jsonSize(v)
+		if !ok {
+			return // json.Marshal fails on it
 		}
-		if len(data) > perStep {
+		if size > perStep {
+			data, _ := json.Marshal(v)
 			set(truncationMarker(data, perStep))
 			a.Truncated = true
 			data, _ = json.Marshal(get())
+			size = len(data)
 		}
-		all = append(all, &slot{get, set, len(data)})
+		all = append(all, &slot{get, set, size})
 	}
 	var walk func([]*StepRecord)
 	walk = func(rs []*StepRecord) {
@@ -322,4 +327,104 @@ func capOutputs(a *Artifact, perStep, total int) {
 		size -= s.size - len(small)
 		a.Truncated = true
 	}
+}
+
+// jsonSize returns len(json.Marshal(v)) without building the encoding for
+// the types decoded JSON is made of, and ok=false where json.Marshal fails.
+func jsonSize(v any) (n int, ok bool) {
+	switch v := v.(type) {
+	case nil:
+		return 4, true
+	case bool:
+		if v {
+			return 4, true
+		}
+		return 5, true
+	case string:
+		return jsonStringSize(v), true
+	case float64:
+		if math.IsInf(v, 0) || math.IsNaN(v) {
+			return 0, false
+		}
+		var buf [32]byte
+		return len(appendJSONFloat(buf[:0], v)), true
+	case map[string]any:
+		if v == nil {
+			return 4, true
+		}
+		n = 2 + max(len(v)-1, 0) // braces and commas
+		for k, e := range v {
+			m, ok := jsonSize(e)
+			if !ok {
+				return 0, false
+			}
+			n += jsonStringSize(k) + 1 + m
+		}
+		return n, true
+	case []any:
+		if v == nil {
+			return 4, true
+		}
+		n = 2 + max(len(v)-1, 0)
+		for _, e := range v {
+			m, ok := jsonSize(e)
+			if !ok {
+				return 0, false
+			}
+			n += m
+		}
+		return n, true
+	}
+	data, err := json.Marshal(v)
+	if err != nil {
+		return 0, false
+	}
+	return len(data), true
+}
+
+// appendJSONFloat formats f the way encoding/json does.
+func appendJSONFloat(b []byte, f float64) []byte {
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' {
+		// clean up e-09 to e-9
+		n := len(b)
+		if n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b
+}
+
+// jsonStringSize is the length of s encoded by encoding/json, which escapes
+// HTML characters and replaces invalid UTF-8.
+func jsonStringSize(s string) int {
+	n := 2
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t':
+				n += 2
+			case c < 0x20 || c == '<' || c == '>' || c == '&':
+				n += 6
+			default:
+				n++
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1, r == '\u2028', r == '\u2029':
+			n += 6
+		default:
+			n += size
+		}
+		i += size
+	}
+	return n
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -36,6 +37,7 @@ type run struct {
 	sem     *semaphore.Weighted
 	names   map[string]*Step // ids and result keys
 	deps    map[*Step][]*Step
+	tmpl    templateCache // filled by validation and prepare; read-only while steps run
 
 	mu       sync.Mutex // guards the fields below and the records' contents
 	records  map[*Step]*StepRecord
@@ -44,6 +46,7 @@ type run struct {
 	valid    *Validation
 	planInfo *PlannerInfo
 	final    *Envelope
+	record   string // _metadata.record
 
 	halting atomic.Bool // nothing new starts
 }
@@ -110,7 +113,8 @@ func (r *run) run(ctx context.Context, planner PlanFunc) (env *Envelope) {
 			r.fire(ctx, fsm.EventValidationFailed, nil)
 			return r.finish(ctx)
 		}
-		r.valid = r.e.validateWith(plan, r.lim, r.req.Bindings)
+		r.tmpl = templateCache{}
+		r.valid = r.e.validateWith(plan, r.lim, r.req.Bindings, r.tmpl)
 		if !r.valid.OK() {
 			r.errors = append(r.errors, &Error{Code: CodeValidation, Message: "the planner's plan is invalid; see validation_errors"})
 			r.fire(ctx, fsm.EventValidationFailed, nil)
@@ -124,7 +128,8 @@ func (r *run) run(ctx context.Context, planner PlanFunc) (env *Envelope) {
 			r.fire(ctx, fsm.EventValidationFailed, nil)
 			return r.finish(ctx)
 		}
-		r.valid = r.e.validateWith(r.plan, r.lim, r.req.Bindings)
+		r.tmpl = templateCache{}
+		r.valid = r.e.validateWith(r.plan, r.lim, r.req.Bindings, r.tmpl)
 		if !r.valid.OK() {
 			r.errors = append(r.errors, &Error{Code: CodeValidation, Message: fmt.Sprintf("the plan has %d validation errors; nothing ran", len(r.valid.Errors))})
 			r.fire(ctx, fsm.EventValidationFailed, nil)
@@ -161,8 +166,8 @@ func plannerCode(ctx context.Context, err error) string {
 	return CodePlannerFailed
 }
 
-func (e *Engine) validateWith(p *Plan, lim Limits, bindings map[string]any) *Validation {
-	return validate(p, e.opts.Tools, lim, bindings, e.opts.Forbidden)
+func (e *Engine) validateWith(p *Plan, lim Limits, bindings map[string]any, tmpl templateCache) *Validation {
+	return validateCached(p, e.opts.Tools, lim, bindings, e.opts.Forbidden, tmpl)
 }
 
 // prepare builds the records, the name index and the dependencies.
@@ -196,20 +201,18 @@ func (r *run) prepare() {
 	}
 	r.deps = map[*Step][]*Step{}
 	for _, top := range r.plan.Steps {
-		seen := map[*Step]bool{}
 		var collect func(s *Step)
 		collect = func(s *Step) {
 			for _, c := range s.Parallel {
 				collect(c)
 			}
-			forEachRef(s.Arguments, func(ref *Ref) {
+			r.tmpl.forEachRef(s.Arguments, func(ref *Ref) {
 				if ref.IsBinding() {
 					return
 				}
 				if t := r.lookupRef(ref); t != nil {
 					dep := r.plan.Steps[t.index]
-					if dep != top && !seen[dep] {
-						seen[dep] = true
+					if dep != top && !slices.Contains(r.deps[top], dep) {
 						r.deps[top] = append(r.deps[top], dep)
 					}
 				}
@@ -231,24 +234,35 @@ func (r *run) lookupRef(ref *Ref) *Step {
 }
 
 // forEachRef calls f for every reference in the templates of v.
-func forEachRef(v any, f func(*Ref)) {
+func forEachRef(v any, f func(*Ref)) { templateCache(nil).forEachRef(v, f) }
+
+// forEachRef calls f for every reference in the templates of v, parsing
+// each string once.
+func (c templateCache) forEachRef(v any, f func(*Ref)) {
 	switch v := v.(type) {
 	case string:
 		if !mayBeTemplate(v) {
 			return
 		}
-		if t, err := ParseTemplate(v); err == nil {
-			for _, ref := range t.Refs() {
-				f(ref)
+		if t, err := c.parse(v); err == nil {
+			switch t.Kind {
+			case Whole:
+				f(t.Ref)
+			case Interpolated:
+				for _, p := range t.Parts {
+					if p.Ref != nil {
+						f(p.Ref)
+					}
+				}
 			}
 		}
 	case map[string]any:
 		for _, e := range v {
-			forEachRef(e, f)
+			c.forEachRef(e, f)
 		}
 	case []any:
 		for _, e := range v {
-			forEachRef(e, f)
+			c.forEachRef(e, f)
 		}
 	}
 }
@@ -653,6 +667,7 @@ func (r *run) runLeaf(ctx context.Context, s *Step) {
 		maxBackoff = 30 * time.Second
 	}
 	progress := r.progressFunc(s)
+	ctx = r.stepContext(ctx, s)
 	for attempt := 1; ; attempt++ {
 		r.mu.Lock()
 		r.records[s].Attempts = attempt
@@ -791,6 +806,7 @@ func toolErrorMessage(text string, structured bool) string {
 // resolveArgs resolves the templates in the arguments of s.
 func (r *run) resolveArgs(s *Step) (map[string]any, *Error) {
 	var fail *Error
+	// path is used as a stack; it is read only to name a failing argument.
 	var resolve func(v any, path []Seg) any
 	resolve = func(v any, path []Seg) any {
 		if fail != nil {
@@ -801,7 +817,7 @@ func (r *run) resolveArgs(s *Step) (map[string]any, *Error) {
 			if !mayBeTemplate(v) {
 				return v
 			}
-			t, err := ParseTemplate(v)
+			t, err := r.tmpl.lookup(v)
 			if err != nil {
 				fail = &Error{Code: CodeTemplateError, Message: err.Error()}
 				return nil
@@ -815,19 +831,20 @@ func (r *run) resolveArgs(s *Step) (map[string]any, *Error) {
 		case map[string]any:
 			out := make(map[string]any, len(v))
 			for k, e := range v {
-				out[k] = resolve(e, appendSeg(path, Seg{Key: k}))
+				out[k] = resolve(e, append(path, Seg{Key: k}))
 			}
 			return out
 		case []any:
 			out := make([]any, len(v))
 			for i, e := range v {
-				out[i] = resolve(e, appendSeg(path, Seg{Index: i, IsIndex: true}))
+				out[i] = resolve(e, append(path, Seg{Index: i, IsIndex: true}))
 			}
 			return out
 		}
 		return v
 	}
-	args := resolve(s.Arguments, nil)
+	var stack [8]Seg
+	args := resolve(s.Arguments, stack[:0])
 	if fail != nil {
 		return nil, fail
 	}
@@ -995,6 +1012,7 @@ func (r *run) envelope() *Envelope {
 			DurationMS: time.Since(r.started).Milliseconds(),
 			Depth:      r.depth,
 			ExecID:     r.execID,
+			Record:     r.record,
 		},
 	}
 }

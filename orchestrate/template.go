@@ -411,3 +411,35 @@ func jsonTypeOf(v any) string {
 		return fmt.Sprintf("a %T", v)
 	}
 }
+
+// templateCache holds the parsed templates of one plan's strings, so that
+// validation, preparation and resolution parse each string once. It is
+// filled before a plan's steps start; from then on it is only read, which
+// is safe from the steps' goroutines.
+type templateCache map[string]parsedTemplate
+
+type parsedTemplate struct {
+	t   *Template
+	err error
+}
+
+// parse parses s, or returns what an earlier call parsed. A nil cache
+// parses every time.
+func (c templateCache) parse(s string) (*Template, error) {
+	if p, ok := c[s]; ok {
+		return p.t, p.err
+	}
+	t, err := ParseTemplate(s)
+	if c != nil {
+		c[s] = parsedTemplate{t, err}
+	}
+	return t, err
+}
+
+// lookup is parse without storing: for use while steps run.
+func (c templateCache) lookup(s string) (*Template, error) {
+	if p, ok := c[s]; ok {
+		return p.t, p.err
+	}
+	return ParseTemplate(s)
+}

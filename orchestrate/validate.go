@@ -2,6 +2,7 @@ package orchestrate
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -38,12 +39,18 @@ type validator struct {
 	byName    map[string]*Step
 	templates int
 	res       Validation
+	tmpl      templateCache
 }
 
 // validate checks p against every rule of plan-time validation and reports
 // all problems at once.
 func validate(p *Plan, tools Tools, lim Limits, bindings map[string]any, forbidden func(string) bool) *Validation {
-	v := &validator{tools: tools, lim: lim, forbidden: forbidden, bindings: bindings, plan: p, byName: map[string]*Step{}}
+	return validateCached(p, tools, lim, bindings, forbidden, templateCache{})
+}
+
+// validateCached is validate, keeping the parsed templates in tmpl.
+func validateCached(p *Plan, tools Tools, lim Limits, bindings map[string]any, forbidden func(string) bool, tmpl templateCache) *Validation {
+	v := &validator{tools: tools, lim: lim, forbidden: forbidden, bindings: bindings, plan: p, byName: map[string]*Step{}, tmpl: tmpl}
 	v.limits()
 	v.ids()
 	for _, s := range p.All() {
@@ -158,7 +165,7 @@ func (v *validator) step(s *Step) {
 			if !mayBeTemplate(val) {
 				return
 			}
-			t, err := ParseTemplate(val)
+			t, err := v.tmpl.parse(val)
 			if err != nil {
 				is := v.argIssue(s, path, CodeBadTemplate, "%v", err)
 				is.Template = val
@@ -172,24 +179,28 @@ func (v *validator) step(s *Step) {
 				}
 				return
 			case Whole:
-				refs = append(refs, argRef{path: path, ref: t.Ref, whole: true, tmpl: val, argRaw: val})
+				refs = append(refs, argRef{path: slices.Clone(path), ref: t.Ref, whole: true, tmpl: val, argRaw: val})
 			case Interpolated:
-				for _, r := range t.Refs() {
-					refs = append(refs, argRef{path: path, ref: r, tmpl: r.Text, argRaw: val})
+				kept := slices.Clone(path)
+				for _, p := range t.Parts {
+					if r := p.Ref; r != nil {
+						refs = append(refs, argRef{path: kept, ref: r, tmpl: r.Text, argRaw: val})
+					}
 				}
 			}
 			hasTemplates = true
 		case map[string]any:
+			// path is used as a stack: what is kept of it is cloned.
 			for _, k := range sortedKeys(val) {
-				walk(val[k], appendSeg(path, Seg{Key: k}))
+				walk(val[k], append(path, Seg{Key: k}))
 			}
 		case []any:
 			for i, e := range val {
-				walk(e, appendSeg(path, Seg{Index: i, IsIndex: true}))
+				walk(e, append(path, Seg{Index: i, IsIndex: true}))
 			}
 		}
 	}
-	walk(s.Arguments, nil)
+	walk(s.Arguments, make([]Seg, 0, 8))
 	v.templates += len(refs)
 
 	for _, r := range refs {
@@ -444,7 +455,7 @@ func (v *validator) outputNode(t *Step, path []Seg) (schemas.Node, string, *sche
 // structure checks templated arguments: required and unknown arguments, and
 // every literal part against its schema.
 func (v *validator) structure(s *Step, n schemas.Node, val any, path []Seg) {
-	if !containsTemplate(val) {
+	if !v.containsTemplate(val) {
 		if err, ok := n.Validate(val); ok && err != nil {
 			v.argIssue(s, path, CodeInvalidArguments, "%s does not match the input schema of %q: %s", argName(path), s.Tool, schemas.CleanError(err))
 		}
@@ -496,23 +507,23 @@ func contains(list []string, s string) bool {
 }
 
 // containsTemplate reports whether any string in v is a template.
-func containsTemplate(v any) bool {
-	switch v := v.(type) {
+func (v *validator) containsTemplate(val any) bool {
+	switch val := val.(type) {
 	case string:
-		if !mayBeTemplate(v) {
+		if !mayBeTemplate(val) {
 			return false
 		}
-		t, err := ParseTemplate(v)
+		t, err := v.tmpl.parse(val)
 		return err != nil || t.Kind != Literal
 	case map[string]any:
-		for _, e := range v {
-			if containsTemplate(e) {
+		for _, e := range val {
+			if v.containsTemplate(e) {
 				return true
 			}
 		}
 	case []any:
-		for _, e := range v {
-			if containsTemplate(e) {
+		for _, e := range val {
+			if v.containsTemplate(e) {
 				return true
 			}
 		}

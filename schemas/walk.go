@@ -100,15 +100,38 @@ func Union(nodes ...Node) Node {
 // flatten resolves $ref and expands allOf/anyOf/oneOf, so that every
 // schema a value at this point may be checked against is listed.
 func (n Node) flatten() []located {
-	var out []located
-	seen := map[*jsonschema.Schema]bool{}
+	if len(n.cands) == 1 && n.cands[0].s != nil && !isComposite(n.cands[0].s) {
+		return n.cands // nothing to resolve or expand; callers only read it
+	}
+	// out holds each schema once; a map indexes it when it grows long.
+	out := make([]located, 0, 4)
+	var seen map[*jsonschema.Schema]bool
+	has := func(s *jsonschema.Schema) bool {
+		if seen != nil {
+			return seen[s]
+		}
+		for _, c := range out {
+			if c.s == s {
+				return true
+			}
+		}
+		return false
+	}
 	var add func(c located, depth int)
 	add = func(c located, depth int) {
-		if c.s == nil || seen[c.s] || depth > 32 {
+		if c.s == nil || depth > 32 || has(c.s) {
 			return
 		}
-		seen[c.s] = true
 		out = append(out, c)
+		switch {
+		case seen != nil:
+			seen[c.s] = true
+		case len(out) > 16:
+			seen = make(map[*jsonschema.Schema]bool, 2*len(out))
+			for _, o := range out {
+				seen[o.s] = true
+			}
+		}
 		if c.s.Ref != "" {
 			if t := deref(c.root, c.s.Ref); t != nil {
 				add(located{t, c.root}, depth+1)
@@ -257,10 +280,24 @@ func isFalse(s *jsonschema.Schema) bool {
 	return s != nil && s.Not != nil && !structural(s.Not) && !isComposite(s.Not) && s.Type == "" && s.Types == nil && s.Properties == nil
 }
 
-// ownTypes returns the types s declares itself, or nil.
+// singleTypes are the one-element type lists of the JSON types, shared so
+// that ownTypes need not allocate them. Their users only read them.
+var singleTypes = map[string][]string{}
+
+func init() {
+	for _, t := range []string{"string", "number", "integer", "boolean", "object", "array", "null"} {
+		singleTypes[t] = []string{t}
+	}
+}
+
+// ownTypes returns the types s declares itself, or nil. The result must not
+// be changed.
 func ownTypes(s *jsonschema.Schema) []string {
 	switch {
 	case s.Type != "":
+		if ts, ok := singleTypes[s.Type]; ok {
+			return ts
+		}
 		return []string{s.Type}
 	case len(s.Types) > 0:
 		return s.Types
@@ -283,6 +320,18 @@ func ownTypes(s *jsonschema.Schema) []string {
 func (n Node) Types() []string {
 	if n.Open || len(n.cands) == 0 {
 		return nil
+	}
+	if len(n.cands) == 1 {
+		// typesOf sorts and compacts; an empty list means any type, as
+		// the union below makes it.
+		switch ts := typesOf(n.cands[0], 0); len(ts) {
+		case 0:
+			return nil
+		case 1:
+			return ts // shared: callers only read it
+		default:
+			return slices.Clone(ts)
+		}
 	}
 	var union []string
 	for _, c := range n.cands {
