@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -29,6 +30,25 @@ type Options struct {
 	ToolName string
 	// NewID makes exec ids; default random UUIDs.
 	NewID func() string
+	// Record, when set, names the execution record of a run, given its exec
+	// id, in the envelope's _metadata.record.
+	Record func(execID string) string
+	// StepContext, when set, returns the context a tool step's tool is
+	// called with (every attempt), derived from ctx: tracing puts the step's
+	// span there. It runs on the step's goroutine after the step started.
+	StepContext func(ctx context.Context, run *RunInfo, step *StepRecord) context.Context
+}
+
+// RunOptions add to an engine's options for the runs of one request: what
+// only that request's caller wants to see, such as progress notifications.
+type RunOptions struct {
+	// Observers see the events of these runs, after the engine's own.
+	Observers []Observer
+	// Logger replaces the engine's logger, e.g. with the request's ids.
+	Logger *slog.Logger
+	// Source says what started the runs ("agent_orchestrate", "cli");
+	// default the engine's tool name. Observers read it in RunInfo.
+	Source string
 }
 
 // Observer sees the events of runs: every state machine transition (step
@@ -61,13 +81,18 @@ type RunInfo struct {
 	Leaves    int // tool steps in the plan
 	Plan      *Plan
 	StartedAt time.Time
+	// Source says what started the run; see RunOptions.Source.
+	Source string
+	// Traceparent is the W3C trace context the run was called with, if any.
+	Traceparent string
 }
 
 // Engine validates and runs plans. It is safe for concurrent use.
 type Engine struct {
-	opts Options
-	lim  Limits
-	log  *slog.Logger
+	opts   Options
+	lim    Limits
+	log    *slog.Logger
+	source string
 }
 
 // NewEngine returns an engine.
@@ -85,7 +110,31 @@ func NewEngine(opts Options) *Engine {
 	if opts.Tools == nil {
 		opts.Tools = registry.NewCatalog()
 	}
-	return &Engine{opts: opts, lim: opts.Limits.withDefaults(), log: log}
+	return &Engine{opts: opts, lim: opts.Limits.withDefaults(), log: log, source: opts.ToolName}
+}
+
+// With returns an engine that shares e's catalog and limits and whose runs
+// also apply ro. It is cheap: make one per request.
+func (e *Engine) With(ro RunOptions) *Engine {
+	c := *e
+	c.opts.Observers = append(slices.Clip(e.opts.Observers), ro.Observers...)
+	if ro.Logger != nil {
+		c.log = ro.Logger
+	}
+	if ro.Source != "" {
+		c.source = ro.Source
+	}
+	return &c
+}
+
+// RunWith is Run with the options of one request.
+func (e *Engine) RunWith(ctx context.Context, req *Request, ro RunOptions) *Envelope {
+	return e.With(ro).Run(ctx, req)
+}
+
+// RunPromptWith is RunPrompt with the options of one request.
+func (e *Engine) RunPromptWith(ctx context.Context, req *Request, plan PlanFunc, ro RunOptions) *Envelope {
+	return e.With(ro).RunPrompt(ctx, req, plan)
 }
 
 // Limits returns the engine's limits.
@@ -132,9 +181,26 @@ func (e *Engine) newRun(ctx context.Context, req *Request) *run {
 		outputs: map[*Step]any{},
 		started: time.Now(),
 	}
-	r.info = &RunInfo{ExecID: r.execID, IDs: ids, Depth: r.depth, StartedAt: r.started}
+	r.info = &RunInfo{ExecID: r.execID, IDs: ids, Depth: r.depth, StartedAt: r.started, Source: e.source}
+	r.info.Traceparent, _ = toolcontext.TraceparentFrom(ctx)
+	if req.Plan != nil {
+		// Known before validation on the plan path, so that the first
+		// transition can describe the run.
+		r.info.Plan, r.info.Leaves = req.Plan, len(req.Plan.Leaves())
+	}
+	if e.opts.Record != nil {
+		r.record = e.opts.Record(r.execID)
+	}
 	r.m = fsm.New(r.observe)
 	return r
+}
+
+// stepContext returns the context the tool of step s is called with.
+func (r *run) stepContext(ctx context.Context, s *Step) context.Context {
+	if h := r.e.opts.StepContext; h != nil {
+		return h(ctx, r.info, r.snapshot(s))
+	}
+	return ctx
 }
 
 func (r *run) errorEnvelope(code, format string, args ...any) *Envelope {
