@@ -223,7 +223,7 @@ func TestDownstreamFaults(t *testing.T) {
 	// The server is restarted for later plans.
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		if _, ok := app.Catalog.Lookup("fx__echo"); ok {
+		if restarted(app, "fx") {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -248,6 +248,17 @@ func TestDownstreamFaults(t *testing.T) {
 		t.Errorf("a malformed result: want tool_error; got:\n%s", servertest.Text(res))
 	}
 	servertest.StillServes(t, cs)
+}
+
+// restarted reports whether server name came back after a crash.
+func restarted(app *server.App, name string) bool {
+	for _, st := range app.Downstream() {
+		if st.Name == name && st.State == mcpserver.StateConnected && st.Restarts > 0 {
+			_, ok := app.Catalog.Lookup(name + "__echo")
+			return ok
+		}
+	}
+	return false
 }
 
 // TestDownstreamListChanged: a downstream server that adds a tool refreshes
