@@ -18,6 +18,7 @@ const (
 	DefaultJQTimeout         = 2 * time.Second
 	DefaultJQMaxOutputBytes  = 1 << 20
 	DefaultJQMaxResults      = 10000
+	DefaultJQMaxMemoryBytes  = 128 << 20
 	DefaultRenderOutputBytes = 1 << 20
 	DefaultHTTPTimeout       = 30 * time.Second
 	DefaultHTTPMaxResponse   = 4 << 20
@@ -43,6 +44,10 @@ type JQConfig struct {
 	MaxOutputBytes int `json:"max_output_bytes,omitempty" yaml:"max_output_bytes,omitempty"`
 	// MaxResults caps how many values a program may emit. Default 10000.
 	MaxResults int `json:"max_results,omitempty" yaml:"max_results,omitempty"`
+	// MaxMemoryBytes stops a program when the heap grows by more than this
+	// while it runs (a program that doubles a string 40 times would
+	// otherwise take gigabytes before its timeout). Default 128 MiB.
+	MaxMemoryBytes int64 `json:"max_memory_bytes,omitempty" yaml:"max_memory_bytes,omitempty"`
 }
 
 // HTTPConfig configures http_request. The tool exists only when AllowedHosts
@@ -100,6 +105,9 @@ func (c JQConfig) withDefaults() JQConfig {
 	}
 	if c.MaxResults <= 0 {
 		c.MaxResults = DefaultJQMaxResults
+	}
+	if c.MaxMemoryBytes <= 0 {
+		c.MaxMemoryBytes = DefaultJQMaxMemoryBytes
 	}
 	return c
 }

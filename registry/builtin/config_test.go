@@ -13,7 +13,7 @@ import (
 
 func TestDefaultConfig(t *testing.T) {
 	want := Config{
-		JQ:     JQConfig{Timeout: Duration(2 * time.Second), MaxOutputBytes: 1 << 20, MaxResults: 10000},
+		JQ:     JQConfig{Timeout: Duration(2 * time.Second), MaxOutputBytes: 1 << 20, MaxResults: 10000, MaxMemoryBytes: 128 << 20},
 		HTTP:   HTTPConfig{Timeout: Duration(30 * time.Second), MaxResponseBytes: 4 << 20, MaxRedirects: 5},
 		Render: RenderConfig{MaxOutputBytes: 1 << 20},
 	}

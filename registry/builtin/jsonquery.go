@@ -8,9 +8,12 @@ import (
 	"math"
 	"math/big"
 	"regexp"
+	"runtime/metrics"
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"time"
 	"unicode/utf8"
 
 	"github.com/itchyny/gojq"
@@ -139,11 +142,16 @@ func runJSONQuery(ctx context.Context, cfg JQConfig, args map[string]any) (*regi
 		}()
 		done <- execJQ(runCtx, code, input, values, cfg)
 	}()
+	overMemory := watchHeap(runCtx, cfg.MaxMemoryBytes, cancel)
 	var run jqRun
 	select {
 	case run = <-done:
 	case <-runCtx.Done():
 		run.err = runCtx.Err()
+	}
+	if overMemory() {
+		return nil, argErrorf("json_query: the program used more than %s of memory (json_query.max_memory_bytes in the config file); "+
+			"it builds values that are too large: bound them with limit(n; ...), .[:n] or first(...)", formatBytes(cfg.MaxMemoryBytes))
 	}
 	if run.err != nil {
 		if errors.Is(run.err, context.DeadlineExceeded) || errors.Is(run.err, context.Canceled) {
@@ -359,3 +367,45 @@ func stringSize(s string) int {
 func boolPtr(b bool) *bool { return &b }
 
 func jsonschemaPtr(n int) *int { return &n }
+
+// heapBytes reads the bytes of live and not yet swept heap objects.
+func heapBytes() uint64 {
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(sample)
+	if sample[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return sample[0].Value.Uint64()
+}
+
+// heapWatchEvery is how often watchHeap samples the heap.
+const heapWatchEvery = 5 * time.Millisecond
+
+// watchHeap calls stop when the heap grows by more than limit bytes before
+// ctx is done. The heap is the whole process's, so the bound is a guard
+// against programs that explode, not an exact account. The returned func
+// reports whether stop was called for that reason.
+func watchHeap(ctx context.Context, limit int64, stop func()) func() bool {
+	var over atomic.Bool
+	if limit <= 0 {
+		return over.Load
+	}
+	base := heapBytes()
+	go func() {
+		t := time.NewTicker(heapWatchEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if now := heapBytes(); now > base && now-base > uint64(limit) {
+					over.Store(true)
+					stop()
+					return
+				}
+			}
+		}
+	}()
+	return over.Load
+}
