@@ -15,6 +15,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/orchestra-mcp/orchestra/internal/duration"
 	"github.com/orchestra-mcp/orchestra/internal/suggest"
 	"github.com/orchestra-mcp/orchestra/llm"
 	"github.com/orchestra-mcp/orchestra/orchestrate"
@@ -38,6 +39,8 @@ type Config struct {
 	// answer of orchestra ask). Without one, agent_orchestrate samples the
 	// client's own model when the client supports sampling.
 	Planner *llm.Config `yaml:"planner" json:"planner"`
+	// Store keeps the execution records of runs.
+	Store Store `yaml:"store" json:"store"`
 
 	// path is the file the configuration came from.
 	path string
@@ -119,6 +122,31 @@ type RateLimit struct {
 	Burst int `yaml:"burst" json:"burst"`
 }
 
+// Store configures the execution records.
+type Store struct {
+	// Path is the SQLite database; "memory" keeps nothing on disk. Empty
+	// means $XDG_STATE_HOME/orchestra/orchestra.db for the CLI (a --store
+	// flag overrides it) and memory for an embedded server.
+	Path string `yaml:"path,omitempty" json:"path,omitempty"`
+	// Retention says which finished runs are deleted.
+	Retention Retention `yaml:"retention" json:"retention"`
+}
+
+// Retention bounds the execution records kept. Zero values take the
+// defaults.
+type Retention struct {
+	// MaxAge deletes runs that started longer ago. Default 720h (30 days).
+	MaxAge duration.Duration `yaml:"max_age" json:"max_age"`
+	// MaxRuns keeps only the newest runs. Default 10000.
+	MaxRuns int `yaml:"max_runs" json:"max_runs"`
+}
+
+// Default values of Store.
+const (
+	DefaultRetentionMaxAge  = 30 * 24 * time.Hour
+	DefaultRetentionMaxRuns = 10000
+)
+
 // Default values of Server.
 const (
 	DefaultMaxRequestBytes = 4 << 20
@@ -188,6 +216,10 @@ func (c *Config) applyDefaults() {
 	if l.PlanTimeout == 0 {
 		l.PlanTimeout = d.PlanTimeout
 	}
+	if c.Store.Retention.MaxAge == 0 {
+		c.Store.Retention.MaxAge = duration.Duration(DefaultRetentionMaxAge)
+	}
+	setInt(&c.Store.Retention.MaxRuns, DefaultRetentionMaxRuns)
 	if c.Server.MaxRequestBytes == 0 {
 		c.Server.MaxRequestBytes = DefaultMaxRequestBytes
 	}
@@ -259,6 +291,9 @@ func (c *Config) validate() error {
 		if v < 0 {
 			problems = append(problems, fmt.Sprintf("limits.%s must not be negative", name))
 		}
+	}
+	if c.Store.Retention.MaxAge < 0 || c.Store.Retention.MaxRuns < 0 {
+		problems = append(problems, "store.retention.max_age and store.retention.max_runs must not be negative")
 	}
 	if l.StepTimeout < 0 {
 		problems = append(problems, "limits.step_timeout must not be negative")
