@@ -62,6 +62,8 @@ func validateCached(p *Plan, tools Tools, lim Limits, bindings map[string]any, f
 	if v.templates > lim.MaxTemplates {
 		v.errorf(nil, CodeTooLarge, "the plan has %d template references; the limit is %d. Reshape data with a json_query step instead of many references", v.templates, lim.MaxTemplates)
 	}
+	v.res.Errors = capIssues(v.res.Errors, "errors")
+	v.res.Warnings = capIssues(v.res.Warnings, "warnings")
 	if v.res.Errors == nil {
 		v.res.Errors = []*Issue{}
 	}
@@ -69,6 +71,23 @@ func validateCached(p *Plan, tools Tools, lim Limits, bindings map[string]any, f
 		v.res.Warnings = []*Issue{}
 	}
 	return &v.res
+}
+
+// MaxIssues caps the errors, and the warnings, that one validation
+// reports; the rest are counted in a last issue with CodeTooManyIssues.
+const MaxIssues = 100
+
+// CodeTooManyIssues ends a list of issues cut at MaxIssues.
+const CodeTooManyIssues = "too_many_issues"
+
+// capIssues keeps the first MaxIssues issues and says how many were left out.
+func capIssues(issues []*Issue, what string) []*Issue {
+	if len(issues) <= MaxIssues {
+		return issues
+	}
+	more := len(issues) - MaxIssues
+	issues = append(issues[:MaxIssues:MaxIssues], &Issue{Code: CodeTooManyIssues, Message: fmt.Sprintf("%d more %s are not listed; fix these and validate again (\"dry_run\": true)", more, what)})
+	return issues
 }
 
 func (v *validator) issue(s *Step, code, format string, args ...any) *Issue {
@@ -98,7 +117,9 @@ func (v *validator) limits() {
 		v.errorf(nil, CodeTooManySteps, "the plan has %d tool steps; the limit is %d. Split the work into several calls or drop steps", leaves, v.lim.MaxSteps)
 	}
 	for _, s := range v.plan.All() {
-		if s.IsGroup() && s.depth+1 > v.lim.MaxNesting {
+		// Only the outermost group over the limit is reported: groups
+		// nested a thousand deep make one error, not a thousand.
+		if s.IsGroup() && s.depth == v.lim.MaxNesting {
 			v.errorf(s, CodeTooDeep, "parallel groups nest %d deep here; the limit is %d. Flatten the nested groups into one", s.depth+1, v.lim.MaxNesting)
 		}
 		if s.Retry != nil && s.Retry.MaxAttempts > v.lim.MaxAttempts {
