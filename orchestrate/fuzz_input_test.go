@@ -1,0 +1,82 @@
+package orchestrate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/orchestra-mcp/orchestra/registry"
+)
+
+// fuzzEngine returns an engine over no-op tools: echo (typed input and
+// output schemas), free (no schemas), fail and boom (which panics), with
+// short timeouts so that no input can make a fuzz run slow.
+func fuzzEngine(t testing.TB) *Engine {
+	echo := fakeTool(t, "echo",
+		`{"type":"object","properties":{"text":{"type":"string"},"n":{"type":"integer"},"items":{"type":"array"}},"additionalProperties":false}`,
+		`{"type":"object","properties":{"text":{"type":"string"},"n":{"type":"integer"},"items":{"type":"array","items":{"type":"object","properties":{"url":{"type":"string"}}}}}}`,
+		func(_ context.Context, args map[string]any) (*registry.Result, error) { return structured(args), nil })
+	free := fakeTool(t, "free", "", "", func(_ context.Context, args map[string]any) (*registry.Result, error) {
+		return &registry.Result{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
+	})
+	fail := fakeTool(t, "fail", "", "", func(context.Context, map[string]any) (*registry.Result, error) {
+		return nil, errors.New("failing as asked")
+	})
+	boom := fakeTool(t, "boom", "", "", func(context.Context, map[string]any) (*registry.Result, error) {
+		panic("boom")
+	})
+	return NewEngine(Options{
+		Tools:     registry.NewCatalog(echo, free, fail, boom),
+		Limits:    Limits{StepTimeout: 200 * time.Millisecond, PlanTimeout: time.Second, MaxSteps: 20},
+		Forbidden: func(name string) bool { return name == ToolName },
+	})
+}
+
+// FuzzOrchestrate fuzzes the tool's whole input path, as a client reaches
+// it: the arguments of a tools/call go through the handler's size check,
+// decoding, validation, template resolution and execution against no-op
+// tools. Whatever the input, the handler answers with an envelope (never a
+// panic or a protocol error), isError agrees with the envelope, every
+// error has a code and a message, and the envelope encodes as JSON.
+func FuzzOrchestrate(f *testing.F) {
+	f.Add([]byte(`{"plan":{"steps":[{"id":"a","tool":"echo","arguments":{"text":"hi","items":[{"url":"u"}]}},{"tool":"echo","arguments":{"text":"${a.output.text}!","n":"$bindings.n"}}]},"bindings":{"n":3}}`))
+	e := fuzzEngine(f)
+	h := e.Handler(HandlerOptions{MaxRequestBytes: 1 << 20})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: ToolName, Arguments: json.RawMessage(data)}}
+		res, err := h(t.Context(), req)
+		if err != nil {
+			t.Fatalf("the handler returned a protocol error for %q: %v", data, err)
+		}
+		env, ok := res.StructuredContent.(*Envelope)
+		if !ok || env == nil {
+			t.Fatalf("no envelope for %q: %#v", data, res.StructuredContent)
+		}
+		if res.IsError == env.Artifact.Success {
+			t.Fatalf("isError = %v but success = %v for %q", res.IsError, env.Artifact.Success, data)
+		}
+		if _, err := json.Marshal(env); err != nil {
+			t.Fatalf("the envelope of %q does not encode: %v", data, err)
+		}
+		for _, is := range env.Artifact.ValidationErrors {
+			if is.Code == "" || is.Message == "" {
+				t.Fatalf("validation error without code or message for %q: %+v", data, is)
+			}
+		}
+		if env.Artifact.Success && len(env.Artifact.ValidationErrors) > 0 {
+			t.Fatalf("a successful run with validation errors for %q", data)
+		}
+		for _, e := range env.Artifact.Errors {
+			if e.Code == "" || e.Message == "" {
+				t.Fatalf("error without code or message for %q: %+v", data, e)
+			}
+		}
+		if len(env.Artifact.ValidationErrors) > MaxIssues+1 {
+			t.Fatalf("%d validation errors; want at most %d", len(env.Artifact.ValidationErrors), MaxIssues+1)
+		}
+	})
+}
