@@ -933,6 +933,13 @@ func (r *run) envelope() *Envelope {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	a := &Artifact{Plan: r.plan, Steps: []*StepRecord{}, Errors: []*Error{}, ValidationErrors: []*Issue{}, Planner: r.planInfo}
+	// A plan over max_steps is neither echoed nor listed step by step: a
+	// 10,000-step plan would make a response of megabytes that says only
+	// that it is too large.
+	oversized := r.plan != nil && len(r.plan.Leaves()) > r.lim.MaxSteps
+	if oversized {
+		a.Plan = nil
+	}
 	a.Bindings = map[string]any{}
 	maps.Copy(a.Bindings, r.req.Bindings)
 	if r.valid != nil {
@@ -941,7 +948,7 @@ func (r *run) envelope() *Envelope {
 			a.Warnings = r.valid.Warnings
 		}
 	}
-	if r.plan != nil && len(r.records) == 0 {
+	if r.plan != nil && len(r.records) == 0 && !oversized {
 		r.mu.Unlock()
 		r.prepare() // an invalid plan still lists its steps, all skipped
 		r.mu.Lock()

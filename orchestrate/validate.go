@@ -60,7 +60,7 @@ func validateCached(p *Plan, tools Tools, lim Limits, bindings map[string]any, f
 		v.step(s)
 	}
 	if v.templates > lim.MaxTemplates {
-		v.errorf(nil, CodeTooLarge, "the plan has %d template references; the limit is %d. Reshape data with a json_query step instead of many references", v.templates, lim.MaxTemplates)
+		v.errorf(nil, CodeTooLarge, "the plan has %d template references; the limit is %d (limits.max_templates). Reshape data with a json_query step instead of many references", v.templates, lim.MaxTemplates)
 	}
 	v.res.Errors = capIssues(v.res.Errors, "errors")
 	v.res.Warnings = capIssues(v.res.Warnings, "warnings")
@@ -114,13 +114,13 @@ func (v *validator) warnf(s *Step, code, format string, args ...any) *Issue {
 func (v *validator) limits() {
 	leaves := len(v.plan.Leaves())
 	if leaves > v.lim.MaxSteps {
-		v.errorf(nil, CodeTooManySteps, "the plan has %d tool steps; the limit is %d. Split the work into several calls or drop steps", leaves, v.lim.MaxSteps)
+		v.errorf(nil, CodeTooManySteps, "the plan has %d tool steps; the limit is %d (limits.max_steps). Split the work into several calls or drop steps", leaves, v.lim.MaxSteps)
 	}
 	for _, s := range v.plan.All() {
 		// Only the outermost group over the limit is reported: groups
 		// nested a thousand deep make one error, not a thousand.
 		if s.IsGroup() && s.depth == v.lim.MaxNesting {
-			v.errorf(s, CodeTooDeep, "parallel groups nest %d deep here; the limit is %d. Flatten the nested groups into one", s.depth+1, v.lim.MaxNesting)
+			v.errorf(s, CodeTooDeep, "parallel groups nest %d deep here; the limit is %d (limits.max_nesting). Flatten the nested groups into one", s.depth+1, v.lim.MaxNesting)
 		}
 		if s.Retry != nil && s.Retry.MaxAttempts > v.lim.MaxAttempts {
 			v.errorf(s, CodeInvalidValue, "retry.max_attempts is %d; the limit is %d", s.Retry.MaxAttempts, v.lim.MaxAttempts)
