@@ -84,6 +84,15 @@ func (p *Planner) WithModel(m llm.Model) *Planner {
 	return &q
 }
 
+// WithEngine returns a planner that runs plans with e, sharing p's
+// generated tool: e is usually p's engine with the options of one request
+// (orchestrate.Engine.With).
+func (p *Planner) WithEngine(e *orchestrate.Engine) *Planner {
+	q := *p
+	q.opts.Engine = e
+	return &q
+}
+
 // Model returns the planner's model, or nil.
 func (p *Planner) Model() llm.Model { return p.opts.Model }
 

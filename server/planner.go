@@ -98,14 +98,15 @@ func (a *App) Planner() (*planner.Planner, error) {
 	return nil, errors.New("no planner is configured; " + plannerExample)
 }
 
-// prompt runs the prompt path of agent_orchestrate: with the configured
-// model, or with the client's through sampling. On protocol 2026-07-28
-// sampling is a multi round-trip request: a round that needs the client's
-// answer returns the input request, and the next round replays the
-// answers so far from the signed request state.
-func (a *App) prompt(ctx context.Context, req *mcp.CallToolRequest, r *orchestrate.Request) *mcp.CallToolResult {
+// prompt runs the prompt path of agent_orchestrate with engine e (the
+// app's, with the options of the request): with the configured model, or
+// with the client's through sampling. On protocol 2026-07-28 sampling is a
+// multi round-trip request: a round that needs the client's answer returns
+// the input request, and the next round replays the answers so far from the
+// signed request state.
+func (a *App) prompt(ctx context.Context, e *orchestrate.Engine, req *mcp.CallToolRequest, r *orchestrate.Request) *mcp.CallToolResult {
 	ps := a.planner
-	p := ps.base
+	p := ps.base.WithEngine(e)
 	var input *llm.InputSampling
 	if ps.model == nil {
 		m, err := llm.SamplingFor(req, ps.key, ps.sampling)
@@ -113,7 +114,7 @@ func (a *App) prompt(ctx context.Context, req *mcp.CallToolRequest, r *orchestra
 			if errors.Is(err, llm.ErrUnavailable) {
 				err = fmt.Errorf("no planner model is configured and this client does not support sampling: %s", plannerExample)
 			}
-			return orchestrate.Result(a.Engine.RunPrompt(ctx, r, failPlanning(err)))
+			return orchestrate.Result(e.RunPrompt(ctx, r, failPlanning(err)))
 		}
 		input, _ = m.(*llm.InputSampling)
 		p = p.WithModel(m)
@@ -127,7 +128,7 @@ func (a *App) prompt(ctx context.Context, req *mcp.CallToolRequest, r *orchestra
 				err = ierr
 			}
 		}
-		return orchestrate.Result(a.Engine.RunPrompt(ctx, r, failPlanning(err)))
+		return orchestrate.Result(e.RunPrompt(ctx, r, failPlanning(err)))
 	}
 	return orchestrate.Result(env)
 }

@@ -22,6 +22,8 @@ import (
 	"github.com/orchestra-mcp/orchestra/registry"
 	"github.com/orchestra-mcp/orchestra/registry/builtin"
 	"github.com/orchestra-mcp/orchestra/registry/mcpserver"
+	"github.com/orchestra-mcp/orchestra/store"
+	"github.com/orchestra-mcp/orchestra/telemetry"
 )
 
 // Options configure an App.
@@ -33,6 +35,12 @@ type Options struct {
 	// Tools are added to the catalog next to the built-in tools (tests use
 	// this for fake tools).
 	Tools []registry.Tool
+	// Store is the execution store's database, or "memory"; empty means the
+	// configuration's store.path, and memory when that is empty too.
+	Store string
+	// Telemetry makes the spans and metrics of runs; nil records none but
+	// still passes the callers' trace context to downstream servers.
+	Telemetry *telemetry.Telemetry
 }
 
 // App is a configured orchestra: the catalog, the engine and the MCP server.
@@ -51,6 +59,9 @@ type App struct {
 	closers []func() error
 	planner *plannerSetup
 	tokens  *tokenSet // nil without HTTP authentication
+	store   *store.Store
+	tel     *telemetry.Telemetry
+	secrets []string // never logged to clients
 
 	downstream *mcpserver.Manager // nil without mcpServers
 }
@@ -82,11 +93,25 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	}
 	a.tokens = tokens
 	a.drain, a.cancel = context.WithCancel(context.Background())
+	if a.store, err = openStore(ctx, cfg, opts.Store, log); err != nil {
+		return nil, err
+	}
+	a.closers = append(a.closers, a.store.Close)
+	a.tel = opts.Telemetry
+	if a.tel == nil {
+		a.tel = telemetry.Disabled()
+	}
+	a.secrets = Secrets(cfg)
+	// One transition observer feeds the records, the logs and the
+	// telemetry; requests add progress and client logs (orchestrateHandler).
 	a.Engine = orchestrate.NewEngine(orchestrate.Options{
-		Tools:     cat,
-		Limits:    cfg.EngineLimits(),
-		Logger:    log,
-		Forbidden: func(name string) bool { return name == orchestrate.ToolName },
+		Tools:       a.tel.Tools(cat),
+		Limits:      cfg.EngineLimits(),
+		Logger:      log,
+		Forbidden:   func(name string) bool { return name == orchestrate.ToolName },
+		Observers:   []orchestrate.Observer{newRecorder(a.store, log).observe, logObserver(log), a.tel.Observer()},
+		StepContext: a.tel.StepContext,
+		Record:      RecordURI,
 	})
 	if a.planner, err = newPlanner(cfg, cat, a.Engine, func(name string) bool { return name == orchestrate.ToolName }, log); err != nil {
 		return nil, err
@@ -98,8 +123,9 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	a.Server = mcp.NewServer(&mcp.Implementation{Name: "orchestra", Title: "orchestra", Version: version}, &mcp.ServerOptions{
 		Instructions: "orchestra runs whole multi-step tool plans in one call: use agent_orchestrate instead of calling tools one at a time.",
 		Logger:       log,
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}, Logging: &mcp.LoggingCapabilities{}},
 	})
+	a.addResources()
 	a.Server.AddReceivingMiddleware(a.unknownTools)
 	a.sync()
 	cat.OnChange(a.sync)
@@ -158,10 +184,7 @@ func (a *App) sync() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	tools := a.Catalog.List()
-	a.Server.AddTool(orchestrate.MCPTool(tools), a.track(a.Engine.Handler(orchestrate.HandlerOptions{
-		MaxRequestBytes: int(a.Config.Server.MaxRequestBytes),
-		Prompt:          a.prompt,
-	})))
+	a.Server.AddTool(orchestrate.MCPTool(tools), a.track(a.orchestrateHandler()))
 	want := map[string]bool{}
 	for _, t := range tools {
 		if !a.expose(t) {

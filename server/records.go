@@ -1,0 +1,150 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/orchestra-mcp/orchestra/config"
+	"github.com/orchestra-mcp/orchestra/orchestrate"
+	"github.com/orchestra-mcp/orchestra/store"
+)
+
+// ExecutionsURI is the MCP resource that lists execution records, newest
+// first; RecordURI names one record.
+const ExecutionsURI = "orchestra://executions"
+
+// RecordURI is the MCP resource of the execution record of run execID.
+func RecordURI(execID string) string { return ExecutionsURI + "/" + execID }
+
+// openStore opens the execution store at path: opts.Store, else the
+// configuration's store.path, else memory.
+func openStore(ctx context.Context, cfg *config.Config, path string, log *slog.Logger) (*store.Store, error) {
+	if path == "" {
+		path = cfg.Store.Path
+	}
+	if path == "" {
+		path = store.Memory
+	}
+	return store.Open(ctx, path, store.Options{
+		Retention: store.Retention{MaxAge: cfg.Store.Retention.MaxAge.D(), MaxRuns: cfg.Store.Retention.MaxRuns},
+		Logger:    log,
+	})
+}
+
+// Store returns the app's execution store.
+func (a *App) Store() *store.Store { return a.store }
+
+// storeTimeout bounds one write of a record; the run never waits longer.
+const storeTimeout = 10 * time.Second
+
+// recorder is the engine observer that keeps the execution records: it
+// starts a run's record at its first transition, records each step as it
+// starts and ends, and completes the record with the envelope.
+type recorder struct {
+	st  *store.Store
+	log *slog.Logger
+
+	mu      sync.Mutex
+	started map[*orchestrate.RunInfo]bool
+}
+
+func newRecorder(st *store.Store, log *slog.Logger) *recorder {
+	return &recorder{st: st, log: log, started: map[*orchestrate.RunInfo]bool{}}
+}
+
+func (rc *recorder) observe(ev orchestrate.Event) {
+	info := ev.Run
+	if info == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	rc.mu.Lock()
+	first := !rc.started[info]
+	rc.started[info] = true
+	final := ev.Transition.Event == orchestrate.EventFinal
+	if final {
+		delete(rc.started, info)
+	}
+	rc.mu.Unlock()
+
+	if first {
+		run := store.Run{ExecID: info.ExecID, RequestID: info.IDs.RequestID, Tool: info.Source, StartedAt: info.StartedAt, StepCount: info.Leaves}
+		if run.Tool == "" {
+			run.Tool = orchestrate.ToolName
+		}
+		if info.Plan != nil {
+			run.Plan = marshal(info.Plan)
+		}
+		if err := rc.st.StartRun(ctx, run); err != nil {
+			rc.warn("recording the start of a run", info, err)
+		}
+	}
+	switch {
+	case final:
+		rc.finish(ctx, info, ev.Envelope)
+	case stepStarted(ev) || stepEnded(ev):
+		if err := rc.st.RecordStep(ctx, stepRecord(info.ExecID, ev.Step)); err != nil {
+			rc.warn("recording a step", info, err)
+		}
+	}
+}
+
+func (rc *recorder) finish(ctx context.Context, info *orchestrate.RunInfo, env *orchestrate.Envelope) {
+	status := store.StatusFailed
+	if env != nil && env.Artifact != nil {
+		// Every step ends in the record with its final state: steps a halt
+		// skipped, or that ended after the plan had failed, fire no event.
+		var walk func([]*orchestrate.StepRecord)
+		walk = func(recs []*orchestrate.StepRecord) {
+			for _, rec := range recs {
+				if err := rc.st.RecordStep(ctx, stepRecord(info.ExecID, rec)); err != nil {
+					rc.warn("recording a step", info, err)
+				}
+				walk(rec.Children)
+			}
+		}
+		walk(env.Artifact.Steps)
+		switch env.Artifact.Status {
+		case orchestrate.StatusSuccess:
+			status = store.StatusSuccess
+		case orchestrate.StatusPartial:
+			status = store.StatusPartial
+		}
+	}
+	if err := rc.st.FinishRun(ctx, info.ExecID, status, marshal(env), time.Time{}); err != nil {
+		rc.warn("recording the end of a run", info, err)
+	}
+}
+
+func (rc *recorder) warn(what string, info *orchestrate.RunInfo, err error) {
+	rc.log.Warn(what, "request_id", info.IDs.RequestID, "exec_id", info.ExecID, "step_id", "", "tool", info.Source, "err", err)
+}
+
+func stepRecord(execID string, rec *orchestrate.StepRecord) store.StepRecord {
+	st := store.StepRecord{
+		ExecID: execID, StepID: rec.ID, Index: rec.Index, Path: rec.Path, Tool: rec.Tool,
+		Status: rec.Status, DurationMS: rec.DurationMS, Attempts: rec.Attempts,
+	}
+	if rec.StartedAt != nil {
+		st.StartedAt = *rec.StartedAt
+	}
+	if rec.Output != nil {
+		st.Output = marshal(rec.Output)
+	}
+	if rec.Error != nil {
+		st.Error = marshal(rec.Error)
+	}
+	return st
+}
+
+func marshal(v any) json.RawMessage {
+	data, err := json.Marshal(v)
+	if err != nil {
+		data, _ = json.Marshal(map[string]string{"error": "not encodable as JSON: " + err.Error()})
+	}
+	return data
+}

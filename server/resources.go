@@ -1,0 +1,194 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/orchestra-mcp/orchestra/store"
+)
+
+// defaultPage is how many runs a page of orchestra://executions lists.
+const defaultPage = 20
+
+// addResources serves the execution records as MCP resources:
+// orchestra://executions lists recent runs, newest first, a page at a time
+// (orchestra://executions?cursor=...&limit=...&status=... for the others),
+// and orchestra://executions/{exec_id} is one run's envelope and steps.
+func (a *App) addResources() {
+	a.Server.AddResource(&mcp.Resource{
+		URI:         ExecutionsURI,
+		Name:        "executions",
+		Title:       "Recent orchestrations",
+		Description: "The execution records of recent agent_orchestrate runs, newest first, " + strconv.Itoa(defaultPage) + " a page; \"next\" is the URI of the next page. Read orchestra://executions/{exec_id} for one run's envelope and steps.",
+		MIMEType:    "application/json",
+	}, a.readExecutions)
+	a.Server.AddResourceTemplate(&mcp.ResourceTemplate{
+		URITemplate: ExecutionsURI + "{?cursor,limit,status}",
+		Name:        "executions-page",
+		Title:       "A page of orchestrations",
+		Description: "A page of execution records: cursor is the \"next\" of the page before, limit is at most 1000, status filters (running, success, failed, partial, interrupted).",
+		MIMEType:    "application/json",
+	}, a.readExecutions)
+	a.Server.AddResourceTemplate(&mcp.ResourceTemplate{
+		URITemplate: ExecutionsURI + "/{exec_id}",
+		Name:        "execution",
+		Title:       "One orchestration",
+		Description: "The execution record of one run: its status, the result envelope agent_orchestrate returned (its _metadata.record names this URI), and each step's record.",
+		MIMEType:    "application/json",
+	}, a.readExecution)
+}
+
+// ExecutionSummary is one run in a page of orchestra://executions.
+type ExecutionSummary struct {
+	ExecID     string     `json:"exec_id"`
+	URI        string     `json:"uri"`
+	Status     string     `json:"status"`
+	Tool       string     `json:"tool"`
+	RequestID  string     `json:"request_id,omitempty"`
+	StartedAt  time.Time  `json:"started_at"`
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
+	DurationMS int64      `json:"duration_ms"`
+	Steps      int        `json:"steps"`
+	Error      string     `json:"error,omitempty"`
+}
+
+// ExecutionPage is the content of orchestra://executions.
+type ExecutionPage struct {
+	Executions []ExecutionSummary `json:"executions"`
+	// Next is the URI of the next page; empty after the last.
+	Next string `json:"next,omitempty"`
+}
+
+// Execution is the content of orchestra://executions/{exec_id}.
+type Execution struct {
+	ExecutionSummary
+	Plan     json.RawMessage `json:"plan,omitempty"`
+	Envelope json.RawMessage `json:"envelope,omitempty"`
+	Records  []StepSummary   `json:"step_records"`
+}
+
+// StepSummary is the record of one step.
+type StepSummary struct {
+	StepID     string          `json:"step_id"`
+	Index      int             `json:"index"`
+	Path       string          `json:"path"`
+	Tool       string          `json:"tool,omitempty"`
+	Status     string          `json:"status"`
+	StartedAt  *time.Time      `json:"started_at,omitempty"`
+	DurationMS int64           `json:"duration_ms"`
+	Attempts   int             `json:"attempts"`
+	Output     json.RawMessage `json:"output,omitempty"`
+	Error      json.RawMessage `json:"error,omitempty"`
+}
+
+// Summary describes a run without its bodies.
+func Summary(r *store.Run) ExecutionSummary {
+	s := ExecutionSummary{
+		ExecID: r.ExecID, URI: RecordURI(r.ExecID), Status: string(r.Status), Tool: r.Tool, RequestID: r.RequestID,
+		StartedAt: r.StartedAt, DurationMS: r.DurationMS, Steps: r.StepCount, Error: r.Error,
+	}
+	if !r.FinishedAt.IsZero() {
+		t := r.FinishedAt
+		s.FinishedAt = &t
+	}
+	return s
+}
+
+// ExecutionOf makes the content of a run's resource.
+func ExecutionOf(r *store.Run, steps []store.StepRecord) Execution {
+	e := Execution{ExecutionSummary: Summary(r), Plan: r.Plan, Envelope: r.Envelope, Records: []StepSummary{}}
+	for _, st := range steps {
+		ss := StepSummary{StepID: st.StepID, Index: st.Index, Path: st.Path, Tool: st.Tool, Status: st.Status,
+			DurationMS: st.DurationMS, Attempts: st.Attempts, Output: st.Output, Error: st.Error}
+		if !st.StartedAt.IsZero() {
+			t := st.StartedAt
+			ss.StartedAt = &t
+		}
+		e.Records = append(e.Records, ss)
+	}
+	return e
+}
+
+// ListPage reads one page of runs; next is the cursor of the page after.
+func ListPage(ctx context.Context, st *store.Store, opts store.ListOptions) (ExecutionPage, error) {
+	runs, next, err := st.List(ctx, opts)
+	if err != nil {
+		return ExecutionPage{}, err
+	}
+	page := ExecutionPage{Executions: []ExecutionSummary{}}
+	for i := range runs {
+		page.Executions = append(page.Executions, Summary(&runs[i]))
+	}
+	if next != "" {
+		q := url.Values{"cursor": {next}}
+		if opts.Limit > 0 {
+			q.Set("limit", strconv.Itoa(opts.Limit))
+		}
+		if opts.Status != "" {
+			q.Set("status", string(opts.Status))
+		}
+		page.Next = ExecutionsURI + "?" + q.Encode()
+	}
+	return page, nil
+}
+
+func (a *App) readExecutions(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	uri := req.Params.URI
+	opts := store.ListOptions{Limit: defaultPage}
+	if _, query, ok := strings.Cut(uri, "?"); ok {
+		q, err := url.ParseQuery(query)
+		if err != nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("%s: %v", uri, err)}
+		}
+		opts.Cursor = q.Get("cursor")
+		opts.Status = store.Status(q.Get("status"))
+		if l := q.Get("limit"); l != "" {
+			n, err := strconv.Atoi(l)
+			if err != nil || n <= 0 {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("%s: limit must be a positive number", uri)}
+			}
+			opts.Limit = n
+		}
+	}
+	page, err := ListPage(ctx, a.store, opts)
+	if err != nil {
+		if errors.Is(err, store.ErrInvalidCursor) || strings.Contains(err.Error(), "unknown status") {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("%s: %v; start again from %s", uri, err, ExecutionsURI)}
+		}
+		return nil, err
+	}
+	return jsonResource(uri, page)
+}
+
+func (a *App) readExecution(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	uri := req.Params.URI
+	id, err := url.PathUnescape(strings.TrimPrefix(uri, ExecutionsURI+"/"))
+	if err != nil || id == "" {
+		return nil, mcp.ResourceNotFoundError(uri)
+	}
+	run, steps, err := a.store.Get(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, mcp.ResourceNotFoundError(uri)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return jsonResource(uri, ExecutionOf(run, steps))
+}
+
+func jsonResource(uri string, v any) (*mcp.ReadResourceResult, error) {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("encoding %s: %w", uri, err)
+	}
+	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "application/json", Text: string(data)}}}, nil
+}

@@ -1,0 +1,30 @@
+// Package telemetry gives orchestra's runs OpenTelemetry traces and metrics.
+//
+// A [Telemetry] turns the events of the plan engine — the transitions its
+// state machine observers see — into a span per orchestration, per planner
+// call and per step, with a span per tool call beneath each step, and into
+// metrics: orchestrations and steps by status, step and plan durations,
+// depth rejections and planner attempts. The trace continues the W3C trace
+// context a run was called with (the traceparent of the MCP request's
+// _meta), and a step's tool is called with the step span's traceparent, so a
+// downstream server's spans join the same trace.
+//
+// Exporters are chosen by the standard OTEL_* environment variables, through
+// go.opentelemetry.io/contrib/exporters/autoexport: OTEL_TRACES_EXPORTER and
+// OTEL_METRICS_EXPORTER (otlp, console, none), OTEL_EXPORTER_OTLP_ENDPOINT and
+// the rest. Unlike autoexport's own default, nothing is exported while they
+// are unset. Options.Prometheus adds a Prometheus reader whose metrics
+// [Telemetry.MetricsHandler] serves.
+//
+//	tel, err := telemetry.New(ctx, telemetry.Options{Prometheus: true})
+//	if err != nil {
+//		return err
+//	}
+//	defer tel.Shutdown(context.Background())
+//	engine := orchestrate.NewEngine(orchestrate.Options{
+//		Tools:       tel.Tools(catalog),
+//		Observers:   []orchestrate.Observer{tel.Observer()},
+//		StepContext: tel.StepContext,
+//	})
+//	http.Handle("/metrics", tel.MetricsHandler())
+package telemetry
