@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"net/http"
 
 	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -60,3 +61,7 @@ func (a *App) Reject(ctx context.Context, issues []*orchestrate.Issue, source st
 	ctx = withRequestID(ctx)
 	return a.Engine.With(orchestrate.RunOptions{Source: source}).Reject(ctx, issues)
 }
+
+// MetricsHandler serves the app's metrics in the Prometheus text format;
+// nil unless Options.Metrics was set.
+func (a *App) MetricsHandler() http.Handler { return a.tel.MetricsHandler() }

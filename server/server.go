@@ -38,9 +38,13 @@ type Options struct {
 	// Store is the execution store's database, or "memory"; empty means the
 	// configuration's store.path, and memory when that is empty too.
 	Store string
-	// Telemetry makes the spans and metrics of runs; nil records none but
-	// still passes the callers' trace context to downstream servers.
+	// Telemetry makes the spans and metrics of runs; nil sets it up from
+	// the OTEL_* environment variables (nothing is exported while they are
+	// unset), and Close shuts it down.
 	Telemetry *telemetry.Telemetry
+	// Metrics adds a Prometheus reader to the telemetry New sets up, for
+	// MetricsHandler.
+	Metrics bool
 }
 
 // App is a configured orchestra: the catalog, the engine and the MCP server.
@@ -99,7 +103,11 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	a.closers = append(a.closers, a.store.Close)
 	a.tel = opts.Telemetry
 	if a.tel == nil {
-		a.tel = telemetry.Disabled()
+		if a.tel, err = telemetry.New(ctx, telemetry.Options{Prometheus: opts.Metrics, Version: opts.Version, Logger: log}); err != nil {
+			a.store.Close()
+			return nil, err
+		}
+		a.closers = append(a.closers, func() error { return a.tel.Shutdown(context.Background()) })
 	}
 	a.secrets = Secrets(cfg)
 	// One transition observer feeds the records, the logs and the
