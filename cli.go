@@ -21,6 +21,7 @@ import (
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 	"github.com/orchestra-mcp/orchestra/registry/mcpserver"
 	"github.com/orchestra-mcp/orchestra/server"
+	"github.com/orchestra-mcp/orchestra/store"
 )
 
 // Exit codes.
@@ -44,8 +45,8 @@ var commands []command
 
 func init() {
 	commands = []command{
-		{"serve", "[--config FILE] [--http ADDR] [--stateless] [--insecure]", "Serve MCP over stdio, or Streamable HTTP at /mcp with --http.", cmdServe},
-		{"run", "[--config FILE] PLAN.json|-", "Run a plan (the tool's input, or just a plan) and print the result envelope as JSON.", cmdRun},
+		{"serve", "[--config FILE] [--store PATH] [--http ADDR] [--stateless] [--insecure] [--metrics-addr ADDR]", "Serve MCP over stdio, or Streamable HTTP at /mcp with --http.", cmdServe},
+		{"run", "[--config FILE] [--store PATH] PLAN.json|-", "Run a plan (the tool's input, or just a plan) and print the result envelope as JSON.", cmdRun},
 		{"validate", "[--config FILE] PLAN.json|-", "Check a plan against every plan-time rule without running it.", cmdValidate},
 		{"tools", "[--config FILE] [--json]", "List the tools a plan can call, with their schemas.", cmdTools},
 		{"version", "", "Print the version.", cmdVersion},
@@ -122,8 +123,12 @@ func usage(w io.Writer) {
 
 // commonFlags are the flags every command that builds an app takes.
 type commonFlags struct {
-	config   string
-	logLevel string
+	config    string
+	logLevel  string
+	logFormat string
+	logFile   string
+	store     string
+	records   bool // the command keeps execution records (it has --store)
 }
 
 func newFlagSet(env *cliEnv, name string, cf *commonFlags) *flag.FlagSet {
@@ -132,6 +137,8 @@ func newFlagSet(env *cliEnv, name string, cf *commonFlags) *flag.FlagSet {
 	if cf != nil {
 		fs.StringVar(&cf.config, "config", "", "configuration `file` (YAML or JSON); default $ORCHESTRA_CONFIG")
 		fs.StringVar(&cf.logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
+		fs.StringVar(&cf.logFormat, "log-format", "text", "log `format`: text or json")
+		fs.StringVar(&cf.logFile, "log-file", "", "append logs to `FILE` instead of stderr")
 	}
 	return fs
 }
@@ -149,6 +156,12 @@ func parse(env *cliEnv, fs *flag.FlagSet, args []string) (int, bool) {
 	return 0, true
 }
 
+// storeFlag adds --store to a command that keeps execution records.
+func (cf *commonFlags) storeFlag(fs *flag.FlagSet) {
+	cf.records = true
+	fs.StringVar(&cf.store, "store", "", "execution records database `PATH`, or memory to keep nothing on disk; default store.path, else $XDG_STATE_HOME/orchestra/orchestra.db")
+}
+
 func (cf *commonFlags) load(env *cliEnv) (*config.Config, *slog.Logger, bool) {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(cf.logLevel)); err != nil {
@@ -156,24 +169,64 @@ func (cf *commonFlags) load(env *cliEnv) (*config.Config, *slog.Logger, bool) {
 		fmt.Fprintln(env.stderr, "hint: use --log-level debug, info, warn or error")
 		return nil, nil, false
 	}
-	logger := slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: level}))
+	if cf.logFormat != "text" && cf.logFormat != "json" {
+		env.errorf("invalid --log-format %q", cf.logFormat)
+		fmt.Fprintln(env.stderr, "hint: use --log-format text or --log-format json")
+		return nil, nil, false
+	}
 	if cf.config == "" {
 		cf.config = os.Getenv("ORCHESTRA_CONFIG")
 	}
-	if cf.config == "" {
-		return config.Default(), logger, true
+	cfg := config.Default()
+	if cf.config != "" {
+		var err error
+		if cfg, err = config.Load(cf.config); err != nil {
+			env.errorf("%v", err)
+			fmt.Fprintln(env.stderr, "hint: fix the configuration file; the README lists every key")
+			return nil, nil, false
+		}
 	}
-	cfg, err := config.Load(cf.config)
-	if err != nil {
-		env.errorf("%v", err)
-		fmt.Fprintln(env.stderr, "hint: fix the configuration file; the README lists every key")
-		return nil, nil, false
+	if cf.store != "" {
+		cfg.Store.Path = cf.store
 	}
-	return cfg, logger, true
+	if cfg.Store.Path == "" {
+		cfg.Store.Path = store.Memory
+		if cf.records {
+			p, err := store.DefaultPath()
+			if err != nil {
+				env.errorf("%v", err)
+				fmt.Fprintln(env.stderr, "hint: set XDG_STATE_HOME, or pass --store PATH (or --store memory)")
+				return nil, nil, false
+			}
+			cfg.Store.Path = p
+		}
+	}
+	w := env.stderr
+	if cf.logFile != "" {
+		f, err := os.OpenFile(cf.logFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		if err != nil {
+			env.errorf("opening the log file: %v", err)
+			fmt.Fprintln(env.stderr, "hint: check the path of --log-file")
+			return nil, nil, false
+		}
+		w = f // open until the process ends
+	}
+	hopts := &slog.HandlerOptions{Level: level}
+	var h slog.Handler = slog.NewTextHandler(w, hopts)
+	if cf.logFormat == "json" {
+		h = slog.NewJSONHandler(w, hopts)
+	}
+	return cfg, slog.New(server.NewRedactingHandler(h, server.Secrets(cfg))), true
 }
 
 func newApp(ctx context.Context, env *cliEnv, cfg *config.Config, logger *slog.Logger) (*server.App, bool) {
-	app, err := server.New(ctx, cfg, server.Options{Logger: logger, Version: version()})
+	return newAppWith(ctx, env, cfg, logger, server.Options{})
+}
+
+// newAppWith is newApp with more options; the logger and version are set.
+func newAppWith(ctx context.Context, env *cliEnv, cfg *config.Config, logger *slog.Logger, opts server.Options) (*server.App, bool) {
+	opts.Logger, opts.Version = logger, version()
+	app, err := server.New(ctx, cfg, opts)
 	if err != nil {
 		env.errorf("%v", err)
 		return nil, false
@@ -187,14 +240,16 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 	addr := fs.String("http", "", "serve Streamable HTTP at `ADDR` (host:port, or :port for 127.0.0.1:port) instead of stdio")
 	stateless := fs.Bool("stateless", false, "with --http: serve without sessions")
 	insecure := fs.Bool("insecure", false, "with --http: allow a non-loopback address without authentication (server.auth)")
+	metricsAddr := fs.String("metrics-addr", "", "with --http: serve Prometheus metrics at http://`ADDR`/metrics (host:port, or :port for 127.0.0.1:port)")
+	cf.storeFlag(fs)
 	if code, ok := parse(env, fs, args); !ok {
 		return code
 	}
 	if fs.NArg() > 0 {
 		return env.usageError("serve", fmt.Sprintf("unexpected argument %q", fs.Arg(0)), "serve takes only flags")
 	}
-	if *addr == "" && (*stateless || *insecure) {
-		return env.usageError("serve", "--stateless and --insecure apply only with --http", "add --http 127.0.0.1:8080")
+	if *addr == "" && (*stateless || *insecure || *metricsAddr != "") {
+		return env.usageError("serve", "--stateless, --insecure and --metrics-addr apply only with --http", "add --http 127.0.0.1:8080")
 	}
 	cfg, logger, ok := cf.load(env)
 	if !ok {
@@ -212,11 +267,28 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 		}
 		defer ln.Close()
 	}
-	app, ok := newApp(ctx, env, cfg, logger)
+	var metricsLn net.Listener
+	if *metricsAddr != "" {
+		hostport, err := listenAddr(*metricsAddr, *insecure)
+		if err != nil {
+			return env.usageError("serve", strings.Replace(err.Error(), "--http", "--metrics-addr", 1), "bind a loopback address such as 127.0.0.1:9464, or pass --insecure to accept the risk")
+		}
+		if metricsLn, err = net.Listen("tcp", hostport); err != nil {
+			env.errorf("listening on %s: %v", hostport, err)
+			return exitFailed
+		}
+		defer metricsLn.Close()
+	}
+	app, ok := newAppWith(ctx, env, cfg, logger, server.Options{Metrics: metricsLn != nil})
 	if !ok {
 		return exitInvalid
 	}
 	defer app.Close()
+	if metricsLn != nil {
+		stop := serveMetrics(metricsLn, app.MetricsHandler())
+		defer stop()
+		fmt.Fprintf(env.stderr, "orchestra: serving metrics at http://%s/metrics\n", metricsLn.Addr())
+	}
 	var err error
 	if ln != nil {
 		fmt.Fprintf(env.stderr, "orchestra: serving MCP at http://%s/mcp\n", ln.Addr())
@@ -314,6 +386,7 @@ func writeJSON(w io.Writer, v any) {
 func cmdRun(ctx context.Context, env *cliEnv, args []string) int {
 	var cf commonFlags
 	fs := newFlagSet(env, "run", &cf)
+	cf.storeFlag(fs)
 	if code, ok := parse(env, fs, args); !ok {
 		return code
 	}
@@ -333,11 +406,11 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) int {
 	var result *orchestrate.Envelope
 	switch {
 	case len(issues) > 0:
-		result = app.Engine.Reject(ctx, issues)
+		result = app.Reject(ctx, issues, "cli")
 	case req.Plan == nil:
-		result = app.Engine.Reject(ctx, []*orchestrate.Issue{{Path: "prompt", Code: orchestrate.CodePlannerFailed, Message: "orchestra run takes a plan; no planner is configured to turn a prompt into one"}})
+		result = app.Reject(ctx, []*orchestrate.Issue{{Path: "prompt", Code: orchestrate.CodePlannerFailed, Message: "orchestra run takes a plan; no planner is configured to turn a prompt into one"}}, "cli")
 	default:
-		result = app.Engine.Run(ctx, req)
+		result = app.Run(ctx, req, "cli")
 	}
 	writeJSON(env.stdout, result)
 	fmt.Fprintln(env.stderr, result.Summary())

@@ -28,6 +28,9 @@ func testMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	// Commands that keep execution records write them under the test's
+	// directory, never the user's.
+	os.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
 	orchestraBin = filepath.Join(dir, "orchestra")
 	cmd := exec.Command("go", "build", "-o", orchestraBin, ".")
 	cmd.Stderr = os.Stderr

@@ -212,9 +212,10 @@ func logLine(ev orchestrate.Event) (runLine, bool) {
 			return runLine{slog.LevelDebug, "step started", append(at, slog.String("step_exec_id", s.ExecID))}, true
 		case stepEnded(ev):
 			at = append(at, slog.String("status", s.Status), slog.Int64("duration_ms", s.DurationMS), slog.Int("attempts", s.Attempts))
-			level := slog.LevelInfo
+			level := slog.LevelDebug // a run's lines are info; its steps' only when they fail
 			if s.Error != nil {
 				at = append(at, slog.String("code", s.Error.Code), slog.String("error", s.Error.Message))
+				level = slog.LevelInfo
 				if s.Status != orchestrate.StatusSkipped {
 					level = slog.LevelWarn
 				}

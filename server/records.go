@@ -28,7 +28,9 @@ func openStore(ctx context.Context, cfg *config.Config, path string, log *slog.L
 	if path == "" {
 		path = store.Memory
 	}
-	return store.Open(ctx, path, store.Options{
+	// A server asked to stop as it starts still opens its store: it
+	// recovers the runs a crash left and closes cleanly.
+	return store.Open(context.WithoutCancel(ctx), path, store.Options{
 		Retention: store.Retention{MaxAge: cfg.Store.Retention.MaxAge.D(), MaxRuns: cfg.Store.Retention.MaxRuns},
 		Logger:    log,
 	})
