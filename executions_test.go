@@ -1,0 +1,119 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/orchestra-mcp/orchestra/store"
+)
+
+// TestKilledRunIsInterrupted runs `orchestra run` as a child process on a
+// plan whose second step waits on a slow HTTP server, kills it with SIGKILL
+// while that step runs, and checks that the next start finds a database
+// that opens cleanly, with the run and its running step interrupted, and
+// that orchestra executions shows it.
+func TestKilledRunIsInterrupted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a child process")
+	}
+	started := make(chan struct{}, 1)
+	release := make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case started <- struct{}{}:
+		default:
+		}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+		w.Write([]byte(`{}`))
+	}))
+	defer slow.Close()
+	defer close(release)
+
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "orchestra.yaml")
+	db := filepath.Join(dir, "orchestra.db")
+	if err := os.WriteFile(cfg, []byte("builtins:\n  http_request:\n    allowed_hosts: [\"127.0.0.1\"]\n    allow_private_networks: true\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	plan := `{"plan": {"steps": [
+		{"id": "first", "tool": "json_query", "arguments": {"query": ".n", "input": {"n": 1}}},
+		{"id": "slow", "tool": "http_request", "arguments": {"url": "` + slow.URL + `/wait"}},
+		{"id": "never", "tool": "json_query", "arguments": {"query": ".", "input": {}}}
+	]}}`
+	planFile := filepath.Join(dir, "plan.json")
+	if err := os.WriteFile(planFile, []byte(plan), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(orchestraBin, "run", "--config", cfg, "--store", db, planFile)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-started:
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("the slow step never started:\n%s", stderr.String())
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+
+	st, err := store.Open(t.Context(), db, store.Options{})
+	if err != nil {
+		t.Fatalf("the database does not open after the kill: %v", err)
+	}
+	stats, err := st.Stats(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs, _, err := st.List(t.Context(), store.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stats.Recovered != 1 || len(runs) != 1 || runs[0].Status != store.StatusInterrupted {
+		t.Fatalf("after the kill: recovered %d, runs %+v; want one interrupted run", stats.Recovered, runs)
+	}
+	_, steps, err := st.Get(t.Context(), runs[0].ExecID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	status := map[string]string{}
+	for _, s := range steps {
+		status[s.StepID] = s.Status
+	}
+	if status["first"] != "success" || status["slow"] != "interrupted" {
+		t.Fatalf("step records %v: want first success and slow interrupted", status)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), []string{"executions", "--store", db, "--json", runs[0].ExecID}, strings.NewReader(""), &out, &errOut); code != exitOK {
+		t.Fatalf("orchestra executions exited %d: %s", code, errOut.String())
+	}
+	var ex struct {
+		Status string `json:"status"`
+		Error  string `json:"error"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &ex); err != nil || ex.Status != "interrupted" || ex.Error == "" {
+		t.Fatalf("orchestra executions --json: %s (%v)", out.String(), err)
+	}
+}
