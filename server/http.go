@@ -37,6 +37,9 @@ func (a *App) HTTPHandler(opts HTTPOptions) http.Handler {
 		Logger:              a.log,
 		SessionTimeout:      idle,
 		MaxRequestBodyBytes: cfg.MaxRequestBytes,
+		// On 2026-07-28 the POST is the whole request: a client that
+		// drops it cannot get the answer, so its plan is cancelled.
+		PropagateRequestCancellation: true,
 	})
 	mux := http.NewServeMux()
 	var mcpHandler http.Handler = http.NewCrossOriginProtection().Handler(limitBody(cfg.MaxRequestBytes, h))
