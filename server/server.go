@@ -101,10 +101,17 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		return nil, err
 	}
 	a.closers = append(a.closers, a.store.Close)
+	built := false
+	defer func() {
+		if !built { // release the store and telemetry of an app that failed to build
+			for i := len(a.closers) - 1; i >= 0; i-- {
+				a.closers[i]()
+			}
+		}
+	}()
 	a.tel = opts.Telemetry
 	if a.tel == nil {
 		if a.tel, err = telemetry.New(ctx, telemetry.Options{Prometheus: opts.Metrics, Version: opts.Version, Logger: log}); err != nil {
-			a.store.Close()
 			return nil, err
 		}
 		a.closers = append(a.closers, func() error { return a.tel.Shutdown(context.Background()) })
@@ -122,6 +129,9 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		Record:      RecordURI,
 	})
 	if a.planner, err = newPlanner(cfg, cat, a.Engine, func(name string) bool { return name == orchestrate.ToolName }, log); err != nil {
+		for i := len(a.closers) - 1; i >= 0; i-- {
+			_ = a.closers[i]() // the store and telemetry opened above
+		}
 		return nil, err
 	}
 	version := opts.Version
@@ -138,6 +148,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	a.sync()
 	cat.OnChange(a.sync)
 	a.startDownstream(ctx, version)
+	built = true
 	return a, nil
 }
 
