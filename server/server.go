@@ -129,9 +129,6 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		Record:      RecordURI,
 	})
 	if a.planner, err = newPlanner(cfg, cat, a.Engine, func(name string) bool { return name == orchestrate.ToolName }, log); err != nil {
-		for i := len(a.closers) - 1; i >= 0; i-- {
-			_ = a.closers[i]() // the store and telemetry opened above
-		}
 		return nil, err
 	}
 	version := opts.Version
