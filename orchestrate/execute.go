@@ -929,14 +929,25 @@ func (r *run) finish(ctx context.Context) *Envelope {
 // carries the envelope.
 const EventFinal = "final"
 
+// nestsDeeper reports whether a group of p nests deeper than limit.
+func nestsDeeper(p *Plan, limit int) bool {
+	for _, s := range p.All() {
+		if s.IsGroup() && s.depth >= limit {
+			return true
+		}
+	}
+	return false
+}
+
 func (r *run) envelope() *Envelope {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	a := &Artifact{Plan: r.plan, Steps: []*StepRecord{}, Errors: []*Error{}, ValidationErrors: []*Issue{}, Planner: r.planInfo}
-	// A plan over max_steps is neither echoed nor listed step by step: a
-	// 10,000-step plan would make a response of megabytes that says only
-	// that it is too large.
-	oversized := r.plan != nil && len(r.plan.Leaves()) > r.lim.MaxSteps
+	// A plan over max_steps or max_nesting is neither echoed nor listed
+	// step by step: a 10,000-step plan, or groups nested 400 deep (whose
+	// indented text grows with the square of the depth), would make a
+	// response of megabytes that says only that the plan is too large.
+	oversized := r.plan != nil && (len(r.plan.Leaves()) > r.lim.MaxSteps || nestsDeeper(r.plan, r.lim.MaxNesting))
 	if oversized {
 		a.Plan = nil
 	}
