@@ -205,8 +205,11 @@ func (e *Envelope) Summary() string {
 
 // Text returns the text content of the response: the summary, then the
 // envelope as JSON.
+//
+// The JSON is compact: the text is read by models, for whom indentation is
+// tokens that say nothing, and it keeps the response small.
 func (e *Envelope) Text() string {
-	data, err := json.MarshalIndent(e, "", "  ")
+	data, err := json.Marshal(e)
 	if err != nil {
 		data = []byte(fmt.Sprintf("{\"error\": %q}", err.Error()))
 	}
