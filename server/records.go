@@ -51,10 +51,13 @@ type recorder struct {
 
 	mu      sync.Mutex
 	started map[*orchestrate.RunInfo]bool
+	// ended holds, per run, the status each step was recorded with when it
+	// ended, so that the final pass writes only the steps that changed.
+	ended map[*orchestrate.RunInfo]map[string]string
 }
 
 func newRecorder(st *store.Store, log *slog.Logger) *recorder {
-	return &recorder{st: st, log: log, started: map[*orchestrate.RunInfo]bool{}}
+	return &recorder{st: st, log: log, started: map[*orchestrate.RunInfo]bool{}, ended: map[*orchestrate.RunInfo]map[string]string{}}
 }
 
 func (rc *recorder) observe(ev orchestrate.Event) {
@@ -68,8 +71,16 @@ func (rc *recorder) observe(ev orchestrate.Event) {
 	first := !rc.started[info]
 	rc.started[info] = true
 	final := ev.Transition.Event == orchestrate.EventFinal
+	var ended map[string]string
 	if final {
+		ended = rc.ended[info]
 		delete(rc.started, info)
+		delete(rc.ended, info)
+	} else if stepEnded(ev) {
+		if rc.ended[info] == nil {
+			rc.ended[info] = map[string]string{}
+		}
+		rc.ended[info][ev.Step.ID] = ev.Step.Status
 	}
 	rc.mu.Unlock()
 
@@ -87,7 +98,7 @@ func (rc *recorder) observe(ev orchestrate.Event) {
 	}
 	switch {
 	case final:
-		rc.finish(ctx, info, ev.Envelope)
+		rc.finish(ctx, info, ev.Envelope, ended)
 	case stepStarted(ev) || stepEnded(ev):
 		if err := rc.st.RecordStep(ctx, stepRecord(info.ExecID, ev.Step)); err != nil {
 			rc.warn("recording a step", info, err)
@@ -95,14 +106,19 @@ func (rc *recorder) observe(ev orchestrate.Event) {
 	}
 }
 
-func (rc *recorder) finish(ctx context.Context, info *orchestrate.RunInfo, env *orchestrate.Envelope) {
+func (rc *recorder) finish(ctx context.Context, info *orchestrate.RunInfo, env *orchestrate.Envelope, ended map[string]string) {
 	status := store.StatusFailed
 	if env != nil && env.Artifact != nil {
 		// Every step ends in the record with its final state: steps a halt
 		// skipped, or that ended after the plan had failed, fire no event.
+		// Steps already recorded with their final status are not written again.
 		var walk func([]*orchestrate.StepRecord)
 		walk = func(recs []*orchestrate.StepRecord) {
 			for _, rec := range recs {
+				if st, ok := ended[rec.ID]; ok && st == rec.Status {
+					walk(rec.Children)
+					continue
+				}
 				if err := rc.st.RecordStep(ctx, stepRecord(info.ExecID, rec)); err != nil {
 					rc.warn("recording a step", info, err)
 				}

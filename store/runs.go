@@ -39,7 +39,7 @@ func (s *Store) StartRun(ctx context.Context, r Run) error {
 	if err != nil {
 		return fmt.Errorf("starting run %s: envelope: %w", r.ExecID, err)
 	}
-	_, err = s.writer.ExecContext(ctx, `INSERT INTO runs
+	_, err = s.write(ctx, `INSERT INTO runs
 		(exec_id, request_id, tool, status, started_at, finished_at, duration_ms, plan, envelope, step_count, error, owner)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		r.ExecID, r.RequestID, r.Tool, string(r.Status), r.StartedAt.UnixNano(), nullTime(r.FinishedAt),
@@ -69,7 +69,7 @@ func (s *Store) RecordStep(ctx context.Context, st StepRecord) error {
 	if err != nil {
 		return fmt.Errorf("recording step %s of run %s: error: %w", st.StepID, st.ExecID, err)
 	}
-	_, err = s.writer.ExecContext(ctx, `INSERT INTO steps
+	_, err = s.write(ctx, `INSERT INTO steps
 		(exec_id, step_id, idx, path, tool, status, started_at, duration_ms, attempts, output, error)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (exec_id, step_id) DO UPDATE SET
@@ -109,7 +109,7 @@ func (s *Store) FinishRun(ctx context.Context, execID string, status Status, env
 	if status != StatusSuccess {
 		errText = envelopeError(envelope)
 	}
-	res, err := s.writer.ExecContext(ctx, `UPDATE runs SET
+	res, err := s.write(ctx, `UPDATE runs SET
 		status = ?, envelope = ?, finished_at = ?, error = ?,
 		duration_ms = max(0, (? - started_at) / 1000000)
 		WHERE exec_id = ?`,

@@ -168,6 +168,9 @@ type Store struct {
 	pruneEvery    int           // FinishRun calls between automatic prunes
 	pruneInterval time.Duration // or this much time, whichever comes first
 
+	stmtMu sync.Mutex
+	stmts  map[string]*sql.Stmt // the writer's prepared statements, by query
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -404,8 +407,34 @@ func (s *Store) Close() error {
 	return s.closeErr
 }
 
+// write runs one of the hot write statements on the writer, prepared once:
+// parsing the SQL again for every step cost more than running it.
+func (s *Store) write(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	s.stmtMu.Lock()
+	st, ok := s.stmts[query]
+	if !ok {
+		var err error
+		if st, err = s.writer.PrepareContext(ctx, query); err != nil {
+			s.stmtMu.Unlock()
+			return nil, err
+		}
+		if s.stmts == nil {
+			s.stmts = map[string]*sql.Stmt{}
+		}
+		s.stmts[query] = st
+	}
+	s.stmtMu.Unlock()
+	return st.ExecContext(ctx, args...)
+}
+
 func (s *Store) closeDBs() error {
 	var errs []error
+	s.stmtMu.Lock()
+	for _, st := range s.stmts {
+		errs = append(errs, st.Close())
+	}
+	s.stmts = nil
+	s.stmtMu.Unlock()
 	if s.reader != nil && s.reader != s.writer {
 		errs = append(errs, s.reader.Close())
 	}
