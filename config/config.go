@@ -49,16 +49,10 @@ type Config struct {
 // Limits are the configurable limits of orchestrations. Zero values take
 // the defaults.
 type Limits struct {
-	MaxDepth           int           `yaml:"max_depth" json:"max_depth"`
-	MaxSteps           int           `yaml:"max_steps" json:"max_steps"`
-	MaxParallel        int           `yaml:"max_parallel" json:"max_parallel"`
-	MaxNesting         int           `yaml:"max_nesting" json:"max_nesting"`
-	MaxAttempts        int           `yaml:"max_attempts" json:"max_attempts"`
-	StepTimeout        time.Duration `yaml:"step_timeout" json:"step_timeout"`
-	PlanTimeout        time.Duration `yaml:"plan_timeout" json:"plan_timeout"`
-	MaxStepOutputBytes int           `yaml:"max_step_output_bytes" json:"max_step_output_bytes"`
-	MaxResponseBytes   int           `yaml:"max_response_bytes" json:"max_response_bytes"`
-	MaxTemplates       int           `yaml:"max_templates" json:"max_templates"`
+	// The engine's limits: max_depth, max_steps, max_parallel, max_nesting,
+	// max_attempts, step_timeout, plan_timeout, max_step_output_bytes,
+	// max_response_bytes, max_templates.
+	orchestrate.Limits `yaml:",inline"`
 	// PlannerAttempts is how many plans the planner asks the model for
 	// before giving up: the first answer and repairs with the errors fed back.
 	PlannerAttempts int `yaml:"planner_attempts" json:"planner_attempts"`
@@ -170,36 +164,14 @@ func Default() *Config {
 func (c *Config) Path() string { return c.path }
 
 // EngineLimits returns the limits for the plan engine.
-func (c *Config) EngineLimits() orchestrate.Limits {
-	l := c.Limits
-	return orchestrate.Limits{
-		MaxDepth:           l.MaxDepth,
-		MaxSteps:           l.MaxSteps,
-		MaxParallel:        l.MaxParallel,
-		MaxNesting:         l.MaxNesting,
-		MaxAttempts:        l.MaxAttempts,
-		StepTimeout:        l.StepTimeout,
-		PlanTimeout:        l.PlanTimeout,
-		MaxStepOutputBytes: l.MaxStepOutputBytes,
-		MaxResponseBytes:   l.MaxResponseBytes,
-		MaxTemplates:       l.MaxTemplates,
-	}
-}
+func (c *Config) EngineLimits() orchestrate.Limits { return c.Limits.Limits }
 
 // ExposeBuiltins reports whether built-in tools are listed to clients.
 func (s Server) ExposeBuiltinTools() bool { return s.ExposeBuiltins == nil || *s.ExposeBuiltins }
 
 func (c *Config) applyDefaults() {
-	d := orchestrate.DefaultLimits()
 	l := &c.Limits
-	setInt(&l.MaxDepth, d.MaxDepth)
-	setInt(&l.MaxSteps, d.MaxSteps)
-	setInt(&l.MaxParallel, d.MaxParallel)
-	setInt(&l.MaxNesting, d.MaxNesting)
-	setInt(&l.MaxAttempts, d.MaxAttempts)
-	setInt(&l.MaxStepOutputBytes, d.MaxStepOutputBytes)
-	setInt(&l.MaxResponseBytes, d.MaxResponseBytes)
-	setInt(&l.MaxTemplates, d.MaxTemplates)
+	l.Limits = l.Limits.WithDefaults()
 	setInt(&l.PlannerAttempts, planner.DefaultAttempts)
 	setInt(&l.MaxToolSteps, planner.DefaultMaxToolSteps)
 	setInt(&l.MaxConcurrentPlans, DefaultMaxConcurrentPlans)
@@ -210,12 +182,6 @@ func (c *Config) applyDefaults() {
 		c.Server.RateLimit.RequestsPerSecond = DefaultRateLimit
 	}
 	setInt(&c.Server.RateLimit.Burst, DefaultRateBurst)
-	if l.StepTimeout == 0 {
-		l.StepTimeout = d.StepTimeout
-	}
-	if l.PlanTimeout == 0 {
-		l.PlanTimeout = d.PlanTimeout
-	}
 	if c.Store.Retention.MaxAge == 0 {
 		c.Store.Retention.MaxAge = duration.Duration(DefaultRetentionMaxAge)
 	}

@@ -110,7 +110,7 @@ func NewEngine(opts Options) *Engine {
 	if opts.Tools == nil {
 		opts.Tools = registry.NewCatalog()
 	}
-	return &Engine{opts: opts, lim: opts.Limits.withDefaults(), log: log, source: opts.ToolName}
+	return &Engine{opts: opts, lim: opts.Limits.WithDefaults(), log: log, source: opts.ToolName}
 }
 
 // With returns an engine that shares e's catalog and limits and whose runs

@@ -6,26 +6,26 @@ import "time"
 // a request may only lower them.
 type Limits struct {
 	// MaxDepth is how many orchestrations may enclose one another.
-	MaxDepth int `json:"max_depth"`
+	MaxDepth int `json:"max_depth" yaml:"max_depth"`
 	// MaxSteps caps the tool steps of a plan, every leaf counted.
-	MaxSteps int `json:"max_steps"`
+	MaxSteps int `json:"max_steps" yaml:"max_steps"`
 	// MaxParallel caps how many tool steps run at once.
-	MaxParallel int `json:"max_parallel"`
+	MaxParallel int `json:"max_parallel" yaml:"max_parallel"`
 	// MaxNesting caps how deeply parallel groups nest.
-	MaxNesting int `json:"max_nesting"`
+	MaxNesting int `json:"max_nesting" yaml:"max_nesting"`
 	// MaxAttempts caps a step's retry.max_attempts.
-	MaxAttempts int `json:"max_attempts"`
+	MaxAttempts int `json:"max_attempts" yaml:"max_attempts"`
 	// StepTimeout bounds each tool step.
-	StepTimeout time.Duration `json:"step_timeout"`
+	StepTimeout time.Duration `json:"step_timeout" yaml:"step_timeout"`
 	// PlanTimeout bounds the whole plan.
-	PlanTimeout time.Duration `json:"plan_timeout"`
+	PlanTimeout time.Duration `json:"plan_timeout" yaml:"plan_timeout"`
 	// MaxStepOutputBytes caps a step's output in the response; larger ones
 	// are replaced by a truncation marker (templates still see all of it).
-	MaxStepOutputBytes int `json:"max_step_output_bytes"`
+	MaxStepOutputBytes int `json:"max_step_output_bytes" yaml:"max_step_output_bytes"`
 	// MaxResponseBytes caps the whole response.
-	MaxResponseBytes int `json:"max_response_bytes"`
+	MaxResponseBytes int `json:"max_response_bytes" yaml:"max_response_bytes"`
 	// MaxTemplates caps the template references in one plan.
-	MaxTemplates int `json:"max_templates"`
+	MaxTemplates int `json:"max_templates" yaml:"max_templates"`
 }
 
 // DefaultLimits returns the design's limits.
@@ -44,8 +44,8 @@ func DefaultLimits() Limits {
 	}
 }
 
-// withDefaults fills zero fields from DefaultLimits.
-func (l Limits) withDefaults() Limits {
+// WithDefaults returns l with its zero fields filled from DefaultLimits.
+func (l Limits) WithDefaults() Limits {
 	d := DefaultLimits()
 	if l.MaxDepth == 0 {
 		l.MaxDepth = d.MaxDepth
