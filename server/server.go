@@ -117,18 +117,20 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		a.closers = append(a.closers, func() error { return a.tel.Shutdown(context.Background()) })
 	}
 	a.secrets = Secrets(cfg)
+	// A plan may never start an orchestration on its own server.
+	forbidden := func(name string) bool { return name == orchestrate.ToolName }
 	// One transition observer feeds the records, the logs and the
 	// telemetry; requests add progress and client logs (orchestrateHandler).
 	a.Engine = orchestrate.NewEngine(orchestrate.Options{
 		Tools:       a.tel.Tools(cat),
 		Limits:      cfg.EngineLimits(),
 		Logger:      log,
-		Forbidden:   func(name string) bool { return name == orchestrate.ToolName },
+		Forbidden:   forbidden,
 		Observers:   []orchestrate.Observer{newRecorder(a.store, log).observe, logObserver(log), a.tel.Observer()},
 		StepContext: a.tel.StepContext,
 		Record:      RecordURI,
 	})
-	if a.planner, err = newPlanner(cfg, cat, a.Engine, func(name string) bool { return name == orchestrate.ToolName }, log); err != nil {
+	if a.planner, err = newPlanner(cfg, cat, a.Engine, forbidden, log); err != nil {
 		return nil, err
 	}
 	version := opts.Version
