@@ -378,9 +378,22 @@ func typeList(ts []string) string {
 	return strings.Join(ts, " or ")
 }
 
+// typedNode returns the node of a value known only by its JSON type. The
+// schemas are shared: schemas.At keeps the nodes of the schemas it sees.
 func typedNode(t string) schemas.Node {
-	return schemas.At(&jsonschema.Schema{Type: t})
+	if s, ok := typeSchemas[t]; ok {
+		return schemas.At(s)
+	}
+	return schemas.Node{Open: true}
 }
+
+var typeSchemas = func() map[string]*jsonschema.Schema {
+	m := map[string]*jsonschema.Schema{}
+	for _, t := range []string{"null", "boolean", "integer", "number", "string", "array", "object"} {
+		m[t] = &jsonschema.Schema{Type: t}
+	}
+	return m
+}()
 
 // target finds the step a reference names and checks that it ends before s
 // starts.

@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/google/jsonschema-go/jsonschema"
 )
@@ -15,7 +16,10 @@ type resolvedEntry struct {
 	err error
 }
 
-var resolvedCache sync.Map // resolvedKey -> resolvedEntry
+var (
+	resolvedCache   sync.Map // resolvedKey -> resolvedEntry
+	resolvedEntries atomic.Int64
+)
 
 // Resolve resolves s for validation, caching the result. Schemas must not be
 // changed after they are resolved.
@@ -29,7 +33,7 @@ func resolve(k resolvedKey, build func() *jsonschema.Schema) (*jsonschema.Resolv
 		return e.rs, e.err
 	}
 	rs, err := build().Resolve(nil)
-	resolvedCache.Store(k, resolvedEntry{rs, err})
+	remember(&resolvedCache, &resolvedEntries, k, resolvedEntry{rs, err})
 	return rs, err
 }
 

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/google/jsonschema-go/jsonschema"
 )
@@ -40,7 +41,44 @@ func At(root *jsonschema.Schema) Node {
 	if root == nil {
 		return Node{Open: true}
 	}
-	return Node{cands: []located{{root, root}}}
+	if v, ok := atCache.Load(root); ok {
+		return v.(Node)
+	}
+	n := Node{cands: []located{{root, root}}}
+	remember(&atCache, &atEntries, root, n)
+	return n
+}
+
+// Walking the same schema along the same segment always arrives at the same
+// node, and schemas do not change once in use (as for Resolve), so the nodes
+// of single schemas are kept: validating a plan then allocates little for
+// the schemas it has walked before. The caches grow with the schemas and
+// paths in use, which a catalog bounds; as schemas are replaced (a
+// downstream server restarts), a cache past maxCached entries starts over.
+var (
+	atCache, stepCache     sync.Map // *jsonschema.Schema -> Node; stepKey -> stepResult
+	atEntries, stepEntries atomic.Int64
+)
+
+const maxCached = 1 << 16
+
+func remember(m *sync.Map, n *atomic.Int64, k, v any) any {
+	if n.Add(1) > maxCached {
+		m.Clear()
+		n.Store(1)
+	}
+	v, _ = m.LoadOrStore(k, v)
+	return v
+}
+
+type stepKey struct {
+	s, root *jsonschema.Schema
+	seg     Seg
+}
+
+type stepResult struct {
+	n   Node
+	err *WalkError
 }
 
 // Schemas returns the schemas of the node.
@@ -166,6 +204,25 @@ func (n Node) step(seg Seg) (Node, *WalkError) {
 	if n.Open {
 		return n, nil
 	}
+	if len(n.cands) != 1 {
+		return n.walkStep(seg)
+	}
+	k := stepKey{n.cands[0].s, n.cands[0].root, seg}
+	v, ok := stepCache.Load(k)
+	if !ok {
+		next, err := n.walkStep(seg)
+		v = remember(&stepCache, &stepEntries, k, stepResult{next, err})
+	}
+	r := v.(stepResult)
+	if r.err != nil {
+		e := *r.err // callers annotate their copy
+		return Node{}, &e
+	}
+	return r.n, nil
+}
+
+// walkStep follows one segment from n.
+func (n Node) walkStep(seg Seg) (Node, *WalkError) {
 	flat := n.flatten()
 	var next Node
 	found, open := false, false
