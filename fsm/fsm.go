@@ -139,7 +139,10 @@ func New(observers ...Observer) *Machine {
 func (m *Machine) Fire(ctx context.Context, event string, detail any) error {
 	m.mu.Lock()
 	from := m.f.Current()
-	err := m.f.Event(context.WithoutCancel(ctx), event)
+	if ctx.Done() != nil {
+		ctx = context.WithoutCancel(ctx)
+	}
+	err := m.f.Event(ctx, event)
 	var noTransition lfsm.NoTransitionError
 	if err != nil && !errors.As(err, &noTransition) {
 		m.mu.Unlock()

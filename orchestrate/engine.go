@@ -192,6 +192,7 @@ func (e *Engine) newRun(ctx context.Context, req *Request) *run {
 		r.record = e.opts.Record(r.execID)
 	}
 	r.m = fsm.New(r.observe)
+	r.fireCtx = context.WithoutCancel(ctx)
 	return r
 }
 

@@ -29,6 +29,7 @@ type run struct {
 	plan    *Plan
 	lim     Limits
 	m       *fsm.Machine
+	fireCtx context.Context // the run's context, never cancelled, for firing events
 	execID  string
 	ids     toolcontext.IDs
 	depth   int
@@ -68,8 +69,10 @@ func (r *run) observe(t fsm.Transition) {
 	}
 }
 
-func (r *run) fire(ctx context.Context, event string, detail any) {
-	if err := r.m.Fire(ctx, event, detail); err != nil {
+func (r *run) fire(_ context.Context, event string, detail any) {
+	// The machine runs no callbacks that read the context; one that cannot
+	// be cancelled, made once per run, spares an allocation per event.
+	if err := r.m.Fire(r.fireCtx, event, detail); err != nil {
 		// The executor's logic and the transition table disagree: a bug.
 		r.e.log.Error("state machine", "exec_id", r.execID, "event", event, "state", r.m.Current(), "err", err)
 	}
