@@ -270,14 +270,9 @@ func truncationMarker(data []byte, limit int) map[string]any {
 // with a result_key) count as outputs: each of them could carry a large
 // value into the response.
 func capOutputs(a *Artifact, perStep, total int) {
-	type slot struct {
-		get  func() any
-		set  func(map[string]any)
-		size int
-	}
-	var all []*slot
-	addSlot := func(get func() any, set func(map[string]any)) {
-		v := get()
+	var all []capSlot
+	add := func(sl capSlot) {
+		v := sl.get(a)
 		if v == nil {
 			return
 		}
@@ -287,26 +282,27 @@ func capOutputs(a *Artifact, perStep, total int) {
 		}
 		if size > perStep {
 			data, _ := json.Marshal(v)
-			set(truncationMarker(data, perStep))
+			sl.set(a, truncationMarker(data, perStep))
 			a.Truncated = true
-			data, _ = json.Marshal(get())
+			data, _ = json.Marshal(sl.get(a))
 			size = len(data)
 		}
-		all = append(all, &slot{get, set, size})
+		sl.size = size
+		all = append(all, sl)
 	}
 	var walk func([]*StepRecord)
 	walk = func(rs []*StepRecord) {
 		for _, r := range rs {
-			addSlot(func() any { return r.Output }, func(m map[string]any) { r.Output = m })
+			add(capSlot{rec: r, kind: capOutput})
 			if r.Arguments != nil {
-				addSlot(func() any { return r.Arguments }, func(m map[string]any) { r.Arguments = m })
+				add(capSlot{rec: r, kind: capArguments})
 			}
 			walk(r.Children)
 		}
 	}
 	walk(a.Steps)
 	for _, k := range slices.Sorted(maps.Keys(a.Bindings)) {
-		addSlot(func() any { return a.Bindings[k] }, func(m map[string]any) { a.Bindings[k] = m })
+		add(capSlot{kind: capBinding, key: k})
 	}
 	size := 0
 	for _, s := range all {
@@ -315,20 +311,59 @@ func capOutputs(a *Artifact, perStep, total int) {
 	if size <= total {
 		return
 	}
-	slices.SortStableFunc(all, func(x, y *slot) int { return y.size - x.size })
+	slices.SortStableFunc(all, func(x, y capSlot) int { return y.size - x.size })
 	for _, s := range all {
 		if size <= total {
 			break
 		}
-		data, _ := json.Marshal(s.get())
+		data, _ := json.Marshal(s.get(a))
 		marker := truncationMarker(data, 256)
 		small, _ := json.Marshal(marker)
 		if len(small) >= s.size {
 			continue // a marker would not make the response smaller
 		}
-		s.set(marker)
+		s.set(a, marker)
 		size -= s.size - len(small)
 		a.Truncated = true
+	}
+}
+
+// capSlot is one value of the envelope that capOutputs may replace: a
+// step's output or arguments, or a binding.
+type capSlot struct {
+	rec  *StepRecord
+	kind int
+	key  string
+	size int
+}
+
+const (
+	capOutput = iota
+	capArguments
+	capBinding
+)
+
+func (s capSlot) get(a *Artifact) any {
+	switch s.kind {
+	case capOutput:
+		return s.rec.Output
+	case capArguments:
+		if s.rec.Arguments == nil {
+			return nil
+		}
+		return s.rec.Arguments
+	}
+	return a.Bindings[s.key]
+}
+
+func (s capSlot) set(a *Artifact, m map[string]any) {
+	switch s.kind {
+	case capOutput:
+		s.rec.Output = m
+	case capArguments:
+		s.rec.Arguments = m
+	default:
+		a.Bindings[s.key] = m
 	}
 }
 
