@@ -236,7 +236,7 @@ func (v *validator) step(s *Step) {
 		}
 		return
 	}
-	v.structure(s, schemas.At(tool.InputSchema), s.Arguments, nil)
+	v.structure(s, schemas.At(tool.InputSchema), s.Arguments, make([]Seg, 0, 8))
 }
 
 func appendSeg(path []Seg, s Seg) []Seg {
@@ -506,8 +506,9 @@ func (v *validator) structure(s *Step, n schemas.Node, val any, path []Seg) {
 				}
 			}
 		}
+		// path is used as a stack: issues keep only its text.
 		for _, k := range sortedKeys(val) {
-			child := appendSeg(path, Seg{Key: k})
+			child := append(path, Seg{Key: k})
 			if closed && !contains(names, k) {
 				is := v.argIssue(s, child, CodeInvalidArguments, "%q takes no argument %q", s.Tool, argName(child))
 				is.AvailableFields = names
@@ -526,7 +527,7 @@ func (v *validator) structure(s *Step, n schemas.Node, val any, path []Seg) {
 			if err != nil {
 				continue
 			}
-			v.structure(s, cn, e, appendSeg(path, Seg{Index: i, IsIndex: true}))
+			v.structure(s, cn, e, append(path, Seg{Index: i, IsIndex: true}))
 		}
 	}
 }

@@ -56,8 +56,8 @@ func At(root *jsonschema.Schema) Node {
 // paths in use, which a catalog bounds; as schemas are replaced (a
 // downstream server restarts), a cache past maxCached entries starts over.
 var (
-	atCache, stepCache     sync.Map // *jsonschema.Schema -> Node; stepKey -> stepResult
-	atEntries, stepEntries atomic.Int64
+	atCache, stepCache, propsCache       sync.Map // *jsonschema.Schema -> Node; stepKey -> stepResult; stepKey -> propsResult
+	atEntries, stepEntries, propsEntries atomic.Int64
 )
 
 const maxCached = 1 << 16
@@ -634,10 +634,30 @@ func (n Node) Required() []string {
 
 // Properties returns the property names declared at n, and whether the
 // object is closed (no other property may appear).
+// The names are shared between callers: do not change them.
 func (n Node) Properties() (names []string, closed bool) {
 	if n.Open || len(n.cands) == 0 {
 		return nil, false
 	}
+	if len(n.cands) != 1 {
+		return n.properties()
+	}
+	k := stepKey{s: n.cands[0].s, root: n.cands[0].root}
+	v, ok := propsCache.Load(k)
+	if !ok {
+		names, closed := n.properties()
+		v = remember(&propsCache, &propsEntries, k, propsResult{names, closed})
+	}
+	r := v.(propsResult)
+	return r.names, r.closed
+}
+
+type propsResult struct {
+	names  []string
+	closed bool
+}
+
+func (n Node) properties() (names []string, closed bool) {
 	closed, shaped := true, false
 	for _, c := range n.flatten() {
 		for k := range c.s.Properties {
