@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -16,24 +15,6 @@ import (
 
 	"github.com/orchestra-mcp/orchestra/server/servertest"
 )
-
-// syncBuffer is a bytes.Buffer safe for the subprocess's stderr copier.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestE2EStdio runs the built binary as a stdio MCP server and checks it
 // through an SDK client session, in both protocol versions. The probe is
@@ -62,7 +43,7 @@ func TestE2EStdio(t *testing.T) {
 
 	for _, version := range []string{"2026-07-28", "2025-11-25"} {
 		t.Run(version, func(t *testing.T) {
-			var stderr syncBuffer
+			var stderr servertest.SyncBuffer
 			cmd := exec.Command(orchestraBin, "serve", "--config", cfg)
 			cmd.Stderr = &stderr
 			client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "test"}, nil)

@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -21,6 +20,7 @@ import (
 	"github.com/orchestra-mcp/orchestra/config"
 	"github.com/orchestra-mcp/orchestra/registry/mcpserver"
 	"github.com/orchestra-mcp/orchestra/server"
+	"github.com/orchestra-mcp/orchestra/server/servertest"
 	"github.com/orchestra-mcp/orchestra/telemetry"
 )
 
@@ -409,7 +409,7 @@ func TestRunLogs(t *testing.T) {
 		"fx":  {Command: fixture(t), Env: map[string]string{"FIXTURE_SECRET": envSecret}},
 		"web": {URL: "http://127.0.0.1:1/mcp", Headers: map[string]string{"Authorization": "Bearer " + headerSecret}, Disabled: true},
 	}
-	var buf syncBuffer
+	var buf servertest.SyncBuffer
 	log := slog.New(server.NewRedactingHandler(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}), server.Secrets(cfg)))
 	app, err := server.New(t.Context(), cfg, server.Options{Logger: log})
 	if err != nil {
@@ -459,22 +459,4 @@ func TestRunLogs(t *testing.T) {
 	if runLines < 5 {
 		t.Fatalf("only %d lines about the run:\n%s", runLines, out)
 	}
-}
-
-// syncBuffer is a buffer safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
