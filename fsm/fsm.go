@@ -2,8 +2,8 @@ package fsm
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -91,6 +91,9 @@ var Transitions = []lfsm.EventDesc{
 // halted plan that were already running still end in failed.
 var stepping = []string{StateDispatchingStep, StateAwaitingResults, StateMergingResults, StateFailed}
 
+// selfLoop holds the events that change no state.
+var selfLoop = map[string]bool{EventStepStarted: true, EventStepFinished: true}
+
 func init() {
 	// step_started and step_finished change no state: one self-loop per state.
 	for _, st := range stepping {
@@ -139,14 +142,24 @@ func New(observers ...Observer) *Machine {
 func (m *Machine) Fire(ctx context.Context, event string, detail any) error {
 	m.mu.Lock()
 	from := m.f.Current()
-	if ctx.Done() != nil {
-		ctx = context.WithoutCancel(ctx)
-	}
-	err := m.f.Event(ctx, event)
-	var noTransition lfsm.NoTransitionError
-	if err != nil && !errors.As(err, &noTransition) {
-		m.mu.Unlock()
-		return fmt.Errorf("state machine: %w", err)
+	if selfLoop[event] {
+		// A self-loop changes no state and the machine has no callbacks:
+		// the table alone decides whether it applies, which spares the
+		// allocations of a full looplab event on every step.
+		if !m.f.Can(event) {
+			m.mu.Unlock()
+			return fmt.Errorf("state machine: %w", lfsm.InvalidEventError{Event: event, State: from})
+		}
+	} else {
+		if ctx.Done() != nil {
+			ctx = context.WithoutCancel(ctx)
+		}
+		if err := m.f.Event(ctx, event); err != nil {
+			if _, ok := err.(lfsm.NoTransitionError); !ok {
+				m.mu.Unlock()
+				return fmt.Errorf("state machine: %w", err)
+			}
+		}
 	}
 	t := Transition{Event: event, From: from, To: m.f.Current(), At: m.now(), Detail: detail}
 	m.history = append(m.history, t)
@@ -156,6 +169,14 @@ func (m *Machine) Fire(ctx context.Context, event string, detail any) error {
 		o(t)
 	}
 	return nil
+}
+
+// Grow reserves room in the history for n more transitions: a run that
+// knows its number of steps spares the history's regrowth.
+func (m *Machine) Grow(n int) {
+	m.mu.Lock()
+	m.history = slices.Grow(m.history, n)
+	m.mu.Unlock()
 }
 
 // Current returns the current state.
