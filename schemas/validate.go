@@ -3,8 +3,6 @@ package schemas
 import (
 	"regexp"
 	"strings"
-	"sync"
-	"sync/atomic"
 
 	"github.com/google/jsonschema-go/jsonschema"
 )
@@ -16,10 +14,7 @@ type resolvedEntry struct {
 	err error
 }
 
-var (
-	resolvedCache   sync.Map // resolvedKey -> resolvedEntry
-	resolvedEntries atomic.Int64
-)
+var resolvedCache cache[resolvedKey, resolvedEntry]
 
 // Resolve resolves s for validation, caching the result. Schemas must not be
 // changed after they are resolved.
@@ -28,13 +23,12 @@ func Resolve(s *jsonschema.Schema) (*jsonschema.Resolved, error) {
 }
 
 func resolve(k resolvedKey, build func() *jsonschema.Schema) (*jsonschema.Resolved, error) {
-	if v, ok := resolvedCache.Load(k); ok {
-		e := v.(resolvedEntry)
+	if e, ok := resolvedCache.get(k); ok {
 		return e.rs, e.err
 	}
 	rs, err := build().Resolve(nil)
-	remember(&resolvedCache, &resolvedEntries, k, resolvedEntry{rs, err})
-	return rs, err
+	e := resolvedCache.put(k, resolvedEntry{rs, err})
+	return e.rs, e.err
 }
 
 // Validate validates v against the single schema at n. It reports ok=false

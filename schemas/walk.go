@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/google/jsonschema-go/jsonschema"
 )
@@ -41,12 +40,10 @@ func At(root *jsonschema.Schema) Node {
 	if root == nil {
 		return Node{Open: true}
 	}
-	if v, ok := atCache.Load(root); ok {
-		return v.(Node)
+	if n, ok := atCache.get(root); ok {
+		return n
 	}
-	n := Node{cands: []located{{root, root}}}
-	remember(&atCache, &atEntries, root, n)
-	return n
+	return atCache.put(root, Node{cands: []located{{root, root}}})
 }
 
 // Walking the same schema along the same segment always arrives at the same
@@ -56,20 +53,10 @@ func At(root *jsonschema.Schema) Node {
 // paths in use, which a catalog bounds; as schemas are replaced (a
 // downstream server restarts), a cache past maxCached entries starts over.
 var (
-	atCache, stepCache, propsCache       sync.Map // *jsonschema.Schema -> Node; stepKey -> stepResult; stepKey -> propsResult
-	atEntries, stepEntries, propsEntries atomic.Int64
+	atCache    cache[*jsonschema.Schema, Node]
+	stepCache  cache[stepKey, stepResult]
+	propsCache cache[stepKey, propsResult]
 )
-
-const maxCached = 1 << 16
-
-func remember(m *sync.Map, n *atomic.Int64, k, v any) any {
-	if n.Add(1) > maxCached {
-		m.Clear()
-		n.Store(1)
-	}
-	v, _ = m.LoadOrStore(k, v)
-	return v
-}
 
 type stepKey struct {
 	s, root *jsonschema.Schema
@@ -208,12 +195,11 @@ func (n Node) step(seg Seg) (Node, *WalkError) {
 		return n.walkStep(seg)
 	}
 	k := stepKey{n.cands[0].s, n.cands[0].root, seg}
-	v, ok := stepCache.Load(k)
+	r, ok := stepCache.get(k)
 	if !ok {
 		next, err := n.walkStep(seg)
-		v = remember(&stepCache, &stepEntries, k, stepResult{next, err})
+		r = stepCache.put(k, stepResult{next, err})
 	}
-	r := v.(stepResult)
 	if r.err != nil {
 		e := *r.err // callers annotate their copy
 		return Node{}, &e
@@ -643,12 +629,11 @@ func (n Node) Properties() (names []string, closed bool) {
 		return n.properties()
 	}
 	k := stepKey{s: n.cands[0].s, root: n.cands[0].root}
-	v, ok := propsCache.Load(k)
+	r, ok := propsCache.get(k)
 	if !ok {
 		names, closed := n.properties()
-		v = remember(&propsCache, &propsEntries, k, propsResult{names, closed})
+		r = propsCache.put(k, propsResult{names, closed})
 	}
-	r := v.(propsResult)
 	return r.names, r.closed
 }
 
