@@ -116,7 +116,7 @@ func (r *run) run(ctx context.Context, planner PlanFunc) (env *Envelope) {
 			r.fire(ctx, fsm.EventValidationFailed, nil)
 			return r.finish(ctx)
 		}
-		r.tmpl = templateCache{}
+		r.tmpl = newTemplateCache(plan)
 		r.valid = r.e.validateWith(plan, r.lim, r.req.Bindings, r.tmpl)
 		if !r.valid.OK() {
 			r.errors = append(r.errors, &Error{Code: CodeValidation, Message: "the planner's plan is invalid; see validation_errors"})
@@ -131,7 +131,7 @@ func (r *run) run(ctx context.Context, planner PlanFunc) (env *Envelope) {
 			r.fire(ctx, fsm.EventValidationFailed, nil)
 			return r.finish(ctx)
 		}
-		r.tmpl = templateCache{}
+		r.tmpl = newTemplateCache(r.plan)
 		r.valid = r.e.validateWith(r.plan, r.lim, r.req.Bindings, r.tmpl)
 		if !r.valid.OK() {
 			r.errors = append(r.errors, &Error{Code: CodeValidation, Message: fmt.Sprintf("the plan has %d validation errors; nothing ran", len(r.valid.Errors))})
@@ -142,6 +142,7 @@ func (r *run) run(ctx context.Context, planner PlanFunc) (env *Envelope) {
 	}
 	r.info.Plan = r.plan
 	r.info.Leaves = len(r.plan.Leaves())
+	r.m.Grow(3*r.info.Leaves + 4) // about three events per step
 	r.prepare()
 	if r.req.DryRun || r.plan.Type == "direct_response" {
 		for _, s := range r.plan.Steps {
@@ -337,7 +338,7 @@ func (r *run) execute(ctx, pctx context.Context) {
 					}
 					inflight++
 					r.markStarted(s)
-					r.fire(ctx, fsm.EventStepStarted, r.snapshot(s))
+					r.fire(ctx, fsm.EventStepStarted, r.detail(s))
 					go func() {
 						defer func() { results <- done{s} }()
 						r.runNode(pctx, s)
@@ -443,6 +444,15 @@ func (r *run) addError(e *Error) {
 	r.mu.Unlock()
 }
 
+// detail is the detail of an event about s: its snapshot, or nil when no
+// observer would read it.
+func (r *run) detail(s *Step) *StepRecord {
+	if len(r.e.opts.Observers) == 0 {
+		return nil
+	}
+	return r.snapshot(s)
+}
+
 // snapshot copies the record of s for observers.
 func (r *run) snapshot(s *Step) *StepRecord {
 	r.mu.Lock()
@@ -536,7 +546,7 @@ func (r *run) runGroup(ctx context.Context, g *Step) {
 				return nil
 			}
 			r.markStarted(c)
-			r.fire(ctx, fsm.EventStepStarted, r.snapshot(c))
+			r.fire(ctx, fsm.EventStepStarted, r.detail(c))
 			r.runNode(gctx, c)
 			rec := r.snapshot(c)
 			r.fire(ctx, fsm.EventStepFinished, rec)

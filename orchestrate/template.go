@@ -150,37 +150,72 @@ func ParseTemplate(s string) (*Template, error) {
 		return &Template{Kind: Literal, Literal: s[1:]}, nil
 	}
 	if strings.HasPrefix(s, "$") && !strings.HasPrefix(s, "${") {
-		if ref, n, err := parseRef(s, 1); err == nil && n == len(s) {
-			ref.Text = s
-			return &Template{Kind: Whole, Ref: ref}, nil
+		// One allocation holds the template, its reference and a short path.
+		w := &struct {
+			t   Template
+			r   Ref
+			seg [2]Seg
+		}{}
+		if n, err := parseRef(&w.r, w.seg[:0], s, 1); err == nil && n == len(s) {
+			w.r.Text = s
+			w.t = Template{Kind: Whole, Ref: &w.r}
+			return &w.t, nil
 		}
 	}
-	if !strings.Contains(s, "${") {
+	count := strings.Count(s, "${")
+	if count == 0 {
 		return &Template{Kind: Literal, Literal: s}, nil
 	}
-	var parts []Part
-	var text strings.Builder
+	parts := make([]Part, 0, 2*count+1)
+	refs := make([]Ref, count)
+	segs := make([]Seg, 2*count) // room for two path segments per reference
+	// The text between references is a substring of s unless a "$${"
+	// escape joins pieces; only then are bytes copied.
+	var lit string
+	var joined []byte
+	addText := func(t string) {
+		switch {
+		case joined != nil:
+			joined = append(joined, t...)
+		case lit == "":
+			lit = t
+		default:
+			joined = append(append(make([]byte, 0, len(lit)+len(t)+16), lit...), t...)
+		}
+	}
+	endText := func() {
+		switch {
+		case joined != nil:
+			parts = append(parts, Part{Text: string(joined)})
+		case lit != "":
+			parts = append(parts, Part{Text: lit})
+		}
+		lit, joined = "", nil
+	}
 	for i := 0; i < len(s); {
 		j := strings.Index(s[i:], "${")
 		if j < 0 {
-			text.WriteString(s[i:])
+			addText(s[i:])
 			break
 		}
 		if j > 0 && s[i+j-1] == '$' {
 			// "$${" is a literal "${", here as at the start.
-			text.WriteString(s[i : i+j-1])
-			text.WriteString("${")
+			addText(s[i : i+j-1])
+			addText("${")
 			i += j + 2
 			continue
 		}
-		text.WriteString(s[i : i+j])
+		addText(s[i : i+j])
 		start := i + j
 		end := strings.IndexByte(s[start:], '}')
 		if end < 0 {
 			return nil, &TemplateError{Text: s, Offset: start, Reason: `"${" is not closed by "}"; write "$${" for a literal "${"`}
 		}
 		end += start
-		ref, n, err := parseRef(s[:end], start+2)
+		k := count - len(refs)
+		ref := &refs[0]
+		refs = refs[1:]
+		n, err := parseRef(ref, segs[2*k:2*k:2*k+2], s[:end], start+2)
 		if err != nil {
 			return nil, &TemplateError{Text: s, Offset: start, Reason: err.Error()}
 		}
@@ -188,61 +223,59 @@ func ParseTemplate(s string) (*Template, error) {
 			return nil, &TemplateError{Text: s, Offset: n, Reason: fmt.Sprintf("unexpected %q in reference %q; a reference is ${N.output.path}, ${id.output.path} or ${bindings.name.path}", s[n:end], s[start:end+1])}
 		}
 		ref.Text = s[start : end+1]
-		if text.Len() > 0 {
-			parts = append(parts, Part{Text: text.String()})
-			text.Reset()
-		}
+		endText()
 		parts = append(parts, Part{Ref: ref})
 		i = end + 1
 	}
-	if len(parts) == 0 {
-		// Only escaped "$${": plain text.
-		return &Template{Kind: Literal, Literal: text.String()}, nil
-	}
-	if text.Len() > 0 {
-		parts = append(parts, Part{Text: text.String()})
+	endText()
+	if len(refs) == count {
+		// No reference, only escaped "$${": plain text.
+		text := ""
+		if len(parts) > 0 {
+			text = parts[0].Text
+		}
+		return &Template{Kind: Literal, Literal: text}, nil
 	}
 	return &Template{Kind: Interpolated, Parts: parts}, nil
 }
 
-// parseRef parses a reference without its leading "$" or "${" starting at
-// s[i], and returns it with the offset just past it.
-func parseRef(s string, i int) (*Ref, int, error) {
+// parseRef parses into ref a reference without its leading "$" or "${"
+// starting at s[i], appending its path to path, and returns the offset just
+// past it.
+func parseRef(ref *Ref, path []Seg, s string, i int) (int, error) {
 	name, i := scanName(s, i)
 	if name == "" {
-		return nil, i, fmt.Errorf("expected a step index, a step id or \"bindings\" after \"$\"")
+		return i, fmt.Errorf("expected a step index, a step id or \"bindings\" after \"$\"")
 	}
-	ref := &Ref{}
 	if name == "bindings" {
 		if i >= len(s) || s[i] != '.' {
-			return nil, i, fmt.Errorf("expected \".name\" after \"bindings\"")
+			return i, fmt.Errorf("expected \".name\" after \"bindings\"")
 		}
 		b, j := scanName(s, i+1)
 		if b == "" || !isIdent(b) {
-			return nil, i + 1, fmt.Errorf("expected a binding name after \"bindings.\"")
+			return i + 1, fmt.Errorf("expected a binding name after \"bindings.\"")
 		}
 		ref.Binding, i = b, j
 	} else {
 		if !isIdent(name) && !isIndex(name) {
-			return nil, i, fmt.Errorf("%q is neither a step index nor a step id", name)
+			return i, fmt.Errorf("%q is neither a step index nor a step id", name)
 		}
 		if !strings.HasPrefix(s[i:], ".output") || (len(s) > i+7 && isNameByte(s[i+7])) {
-			return nil, i, fmt.Errorf("expected \".output\" after \"$%s\"", name)
+			return i, fmt.Errorf("expected \".output\" after \"$%s\"", name)
 		}
 		ref.Step, i = name, i+7
 	}
-	path, i, err := parsePath(s, i)
+	path, i, err := parsePath(path, s, i)
 	if err != nil {
-		return nil, i, err
+		return i, err
 	}
 	ref.Path = path
-	return ref, i, nil
+	return i, nil
 }
 
-// parsePath parses .key, ["key"] and [i] segments from s[i:] until
-// something else starts.
-func parsePath(s string, i int) ([]Seg, int, error) {
-	var path []Seg
+// parsePath appends to path the .key, ["key"] and [i] segments of s[i:]
+// until something else starts.
+func parsePath(path []Seg, s string, i int) ([]Seg, int, error) {
 	for i < len(s) {
 		switch s[i] {
 		case '.':
@@ -417,6 +450,33 @@ func jsonTypeOf(v any) string {
 // filled before a plan's steps start; from then on it is only read, which
 // is safe from the steps' goroutines.
 type templateCache map[string]parsedTemplate
+
+// newTemplateCache returns a cache with room for the strings of p that may
+// be templates, so that filling it never regrows it.
+func newTemplateCache(p *Plan) templateCache {
+	n := 0
+	var count func(v any)
+	count = func(v any) {
+		switch v := v.(type) {
+		case string:
+			if mayBeTemplate(v) {
+				n++
+			}
+		case map[string]any:
+			for _, e := range v {
+				count(e)
+			}
+		case []any:
+			for _, e := range v {
+				count(e)
+			}
+		}
+	}
+	for _, s := range p.All() {
+		count(s.Arguments)
+	}
+	return make(templateCache, n)
+}
 
 type parsedTemplate struct {
 	t   *Template

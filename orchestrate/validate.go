@@ -37,6 +37,7 @@ type validator struct {
 	bindings  map[string]any
 	plan      *Plan
 	byName    map[string]*Step
+	all       []*Step // p.All(), computed once
 	templates int
 	res       Validation
 	tmpl      templateCache
@@ -50,10 +51,11 @@ func validate(p *Plan, tools Tools, lim Limits, bindings map[string]any, forbidd
 
 // validateCached is validate, keeping the parsed templates in tmpl.
 func validateCached(p *Plan, tools Tools, lim Limits, bindings map[string]any, forbidden func(string) bool, tmpl templateCache) *Validation {
-	v := &validator{tools: tools, lim: lim, forbidden: forbidden, bindings: bindings, plan: p, byName: map[string]*Step{}, tmpl: tmpl}
+	all := p.All()
+	v := &validator{tools: tools, lim: lim, forbidden: forbidden, bindings: bindings, plan: p, byName: make(map[string]*Step, len(all)), all: all, tmpl: tmpl}
 	v.limits()
 	v.ids()
-	for _, s := range p.All() {
+	for _, s := range all {
 		if s.IsGroup() {
 			continue
 		}
@@ -112,11 +114,16 @@ func (v *validator) warnf(s *Step, code, format string, args ...any) *Issue {
 }
 
 func (v *validator) limits() {
-	leaves := len(v.plan.Leaves())
+	leaves := 0
+	for _, s := range v.all {
+		if !s.IsGroup() {
+			leaves++
+		}
+	}
 	if leaves > v.lim.MaxSteps {
 		v.errorf(nil, CodeTooManySteps, "the plan has %d tool steps; the limit is %d (limits.max_steps). Split the work into several calls or drop steps", leaves, v.lim.MaxSteps)
 	}
-	for _, s := range v.plan.All() {
+	for _, s := range v.all {
 		// Only the outermost group over the limit is reported: groups
 		// nested a thousand deep make one error, not a thousand.
 		if s.IsGroup() && s.depth == v.lim.MaxNesting {
@@ -129,7 +136,7 @@ func (v *validator) limits() {
 }
 
 func (v *validator) ids() {
-	owner := map[string]*Step{}
+	owner := make(map[string]*Step, len(v.all))
 	claim := func(s *Step, name, what string) {
 		if prev, ok := owner[name]; ok && prev != s {
 			v.errorf(s, CodeDuplicateID, "%s %q is already used by the step at %s; ids and result keys are unique across the plan", what, name, prev.path)
@@ -138,7 +145,7 @@ func (v *validator) ids() {
 		owner[name] = s
 		v.byName[name] = s
 	}
-	for _, s := range v.plan.All() {
+	for _, s := range v.all {
 		if s.explicit {
 			claim(s, s.ID, "id")
 		}
