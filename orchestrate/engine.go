@@ -1,10 +1,13 @@
 package orchestrate
 
 import (
+	"bufio"
 	"context"
+	"crypto/rand"
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -101,7 +104,7 @@ func NewEngine(opts Options) *Engine {
 		opts.ToolName = "agent_orchestrate"
 	}
 	if opts.NewID == nil {
-		opts.NewID = func() string { return uuid.NewString() }
+		opts.NewID = newUUIDs().next
 	}
 	log := opts.Logger
 	if log == nil {
@@ -207,4 +210,23 @@ func (r *run) stepContext(ctx context.Context, s *Step) context.Context {
 func (r *run) errorEnvelope(code, format string, args ...any) *Envelope {
 	r.errors = append(r.errors, &Error{Code: code, Message: fmt.Sprintf(format, args...)})
 	return r.envelope()
+}
+
+// uuids makes random (version 4) UUIDs from crypto/rand, read 256 ids at a
+// time instead of with a system call per id: a run makes one per step.
+type uuids struct {
+	mu sync.Mutex
+	r  *bufio.Reader
+}
+
+func newUUIDs() *uuids { return &uuids{r: bufio.NewReaderSize(rand.Reader, 16*256)} }
+
+func (u *uuids) next() string {
+	u.mu.Lock()
+	id, err := uuid.NewRandomFromReader(u.r)
+	u.mu.Unlock()
+	if err != nil {
+		return uuid.NewString() // crypto/rand does not fail; if it did, NewString panics as it should
+	}
+	return id.String()
 }

@@ -176,8 +176,13 @@ func (e *Engine) validateWith(p *Plan, lim Limits, bindings map[string]any, tmpl
 
 // prepare builds the records, the name index and the dependencies.
 func (r *run) prepare() {
-	r.names = map[string]*Step{}
-	for _, s := range r.plan.All() {
+	all := r.plan.All()
+	r.names = make(map[string]*Step, len(all))
+	if len(r.records) == 0 {
+		r.records = make(map[*Step]*StepRecord, len(all))
+		r.outputs = make(map[*Step]any, len(all))
+	}
+	for _, s := range all {
 		if s.explicit {
 			r.names[s.ID] = s
 		}
@@ -203,7 +208,7 @@ func (r *run) prepare() {
 	for _, s := range r.plan.Steps {
 		build(s)
 	}
-	r.deps = map[*Step][]*Step{}
+	r.deps = make(map[*Step][]*Step, len(r.plan.Steps))
 	for _, top := range r.plan.Steps {
 		var collect func(s *Step)
 		collect = func(s *Step) {
