@@ -120,17 +120,47 @@ type Observer func(Transition)
 // concurrent use, though the executor fires events from one loop.
 type Machine struct {
 	mu        sync.Mutex
-	f         *lfsm.FSM
+	f         *lfsm.FSM // nil once released
+	final     string    // the state when released
 	observers []Observer
 	history   []Transition
 	now       func() time.Time
 }
 
+// machines keeps looplab machines between orchestrations. Building one
+// expands the whole transition table into maps, which costs more than a
+// short run's every event; a released machine is reset to StatePlanInit,
+// and without callbacks or metadata it is then as good as new.
+var machines = sync.Pool{New: func() any { return lfsm.NewFSM(StatePlanInit, Transitions, nil) }}
+
 // New returns a machine in StatePlanInit with the given observers.
 func New(observers ...Observer) *Machine {
 	m := &Machine{observers: observers, now: time.Now}
-	m.f = lfsm.NewFSM(StatePlanInit, Transitions, nil)
+	m.f = machines.Get().(*lfsm.FSM)
 	return m
+}
+
+// Release ends the machine's use of its looplab machine, which the next
+// orchestration may take over. The machine keeps answering Current, Done
+// and History with the state it ended in; Fire fails from then on.
+func (m *Machine) Release() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.f == nil {
+		return
+	}
+	f := m.f
+	m.final, m.f = f.Current(), nil
+	f.SetState(StatePlanInit)
+	machines.Put(f)
+}
+
+// current returns the state; m.mu is held.
+func (m *Machine) current() string {
+	if m.f == nil {
+		return m.final
+	}
+	return m.f.Current()
 }
 
 // Fire fires event with an optional detail for observers. Firing an event
@@ -141,6 +171,10 @@ func New(observers ...Observer) *Machine {
 // move to failed.
 func (m *Machine) Fire(ctx context.Context, event string, detail any) error {
 	m.mu.Lock()
+	if m.f == nil {
+		m.mu.Unlock()
+		return fmt.Errorf("state machine: event %s fired after the orchestration ended in %s", event, m.final)
+	}
 	from := m.f.Current()
 	if selfLoop[event] {
 		// A self-loop changes no state and the machine has no callbacks:
@@ -183,7 +217,7 @@ func (m *Machine) Grow(n int) {
 func (m *Machine) Current() string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.f.Current()
+	return m.current()
 }
 
 // Done reports whether the machine reached a final state.
@@ -196,7 +230,7 @@ func (m *Machine) Done() bool {
 func (m *Machine) Can(event string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.f.Can(event)
+	return m.f != nil && m.f.Can(event)
 }
 
 // History returns every transition so far.

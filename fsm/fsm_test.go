@@ -215,3 +215,41 @@ func TestConcurrentFire(t *testing.T) {
 		t.Errorf("history has %d transitions, want 53", n)
 	}
 }
+
+func TestReleasedMachineKeepsItsStateAndRefusesEvents(t *testing.T) {
+	ctx := context.Background()
+	m := New()
+	for _, ev := range []string{EventValidated, EventDispatch, EventFinished} {
+		if err := m.Fire(ctx, ev, nil); err != nil {
+			t.Fatalf("Fire(%s): %v", ev, err)
+		}
+	}
+	m.Release()
+	m.Release() // twice is harmless
+	if got := m.Current(); got != StateCompleted {
+		t.Errorf("Current after Release = %q, want %q", got, StateCompleted)
+	}
+	if !m.Done() {
+		t.Error("Done after Release = false")
+	}
+	if err := m.Fire(ctx, EventStepStarted, nil); err == nil {
+		t.Error("Fire after Release succeeded; it must fail")
+	}
+	if m.Can(EventStepStarted) {
+		t.Error("Can after Release = true")
+	}
+	if n := len(m.History()); n != 3 {
+		t.Errorf("history has %d transitions after Release, want 3", n)
+	}
+	// The next machine starts afresh, whatever machine it reuses.
+	for range 4 {
+		n := New()
+		if got := n.Current(); got != StatePlanInit {
+			t.Fatalf("a new machine is in %q, want %q", got, StatePlanInit)
+		}
+		if err := n.Fire(ctx, EventValidated, nil); err != nil {
+			t.Fatalf("a new machine refuses %s: %v", EventValidated, err)
+		}
+		n.Release()
+	}
+}
