@@ -2,10 +2,12 @@ package orchestrate
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/orchestra-mcp/orchestra/registry"
 )
 
@@ -72,5 +74,25 @@ func BenchmarkExecuteN(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkHandler1Step is one agent_orchestrate call of a one-step plan
+// through the MCP handler, its result encoded as the SDK sends it: the
+// engine's whole share of the smallest request.
+func BenchmarkHandler1Step(b *testing.B) {
+	h := NewEngine(Options{Tools: noopCatalog(b)}).Handler(HandlerOptions{})
+	args := json.RawMessage(`{"plan":{"steps":[{"id":"s0","tool":"noop","arguments":{"id":"start","n":1}}]}}`)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: ToolName, Arguments: args}}
+		res, err := h(ctx, req)
+		if err != nil || res.IsError {
+			b.Fatalf("err %v, isError %v", err, res.IsError)
+		}
+		if _, err := json.Marshal(res); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -209,11 +209,17 @@ func (e *Envelope) Summary() string {
 // The JSON is compact: the text is read by models, for whom indentation is
 // tokens that say nothing, and it keeps the response small.
 func (e *Envelope) Text() string {
+	return e.Summary() + "\n\n" + string(e.JSON())
+}
+
+// JSON returns the envelope encoded as JSON. An envelope that does not
+// encode (a tool's output no JSON can hold) becomes an object saying why.
+func (e *Envelope) JSON() []byte {
 	data, err := json.Marshal(e)
 	if err != nil {
-		data = []byte(fmt.Sprintf("{\"error\": %q}", err.Error()))
+		data, _ = json.Marshal(map[string]string{"error": "the envelope is not encodable as JSON: " + err.Error()})
 	}
-	return e.Summary() + "\n\n" + string(data)
+	return data
 }
 
 // skillID extracts the skill id of a downstream artifact envelope (seed 000's

@@ -940,6 +940,9 @@ func (r *run) finish(ctx context.Context) *Envelope {
 			o(ev)
 		}
 	}
+	// Nothing fires after this; a late progress callback still reads the
+	// state the run ended in.
+	r.m.Release()
 	return env
 }
 

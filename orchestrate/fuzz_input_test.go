@@ -52,9 +52,13 @@ func FuzzOrchestrate(f *testing.F) {
 		if err != nil {
 			t.Fatalf("the handler returned a protocol error for %q: %v", data, err)
 		}
-		env, ok := res.StructuredContent.(*Envelope)
-		if !ok || env == nil {
+		raw, ok := res.StructuredContent.(json.RawMessage)
+		if !ok {
 			t.Fatalf("no envelope for %q: %#v", data, res.StructuredContent)
+		}
+		env := new(Envelope)
+		if err := json.Unmarshal(raw, env); err != nil || env.Artifact == nil {
+			t.Fatalf("the structured content of %q is no envelope (%v): %s", data, err, raw)
 		}
 		if res.IsError == env.Artifact.Success {
 			t.Fatalf("isError = %v but success = %v for %q", res.IsError, env.Artifact.Success, data)

@@ -193,10 +193,14 @@ func (e *Engine) Reject(ctx context.Context, issues []*Issue) *Envelope {
 // Result turns an envelope into the tool's result: the envelope as
 // structured content, the summary and the JSON as text, and isError when
 // the plan did not succeed.
+//
+// The envelope is encoded once, for both: the structured content is that
+// JSON as it is.
 func Result(env *Envelope) *mcp.CallToolResult {
+	data := env.JSON()
 	return &mcp.CallToolResult{
-		Content:           []mcp.Content{&mcp.TextContent{Text: env.Text()}},
-		StructuredContent: env,
+		Content:           []mcp.Content{&mcp.TextContent{Text: env.Summary() + "\n\n" + string(data)}},
+		StructuredContent: json.RawMessage(data),
 		IsError:           !env.Artifact.Success,
 	}
 }
