@@ -5,6 +5,12 @@
 // [DefaultPath] unless told otherwise; the path [Memory] keeps nothing on
 // disk.
 //
+// One writer goroutine per [Store] applies the writes, all those pending in
+// one transaction (group commit). The Queue methods return as soon as a
+// write is queued and log its errors; the others wait for the commit and
+// return them. Reads wait for the writes queued before them, and Close for
+// all that were queued, so nothing queued is lost while the process lives.
+//
 // A run left "running" by a process that ended without finishing it — a
 // crash, a SIGKILL — is marked "interrupted" the next time a store opens the
 // database. Old runs are deleted according to a [Retention] policy, and the
@@ -20,6 +26,10 @@
 //	err = s.RecordStep(ctx, store.StepRecord{ExecID: "e1", StepID: "research", Status: "success", Output: out})
 //	err = s.FinishRun(ctx, "e1", store.StatusSuccess, envelope, time.Now())
 //
-//	run, steps, err := s.Get(ctx, "e1")
+//	// Off the caller's path: queued, committed in the background.
+//	err = s.QueueStartRun(ctx, store.Run{ExecID: "e2", Tool: "agent_orchestrate"})
+//	err = s.QueueFinishRun(ctx, "e2", store.StatusSuccess, envelopeValue, time.Time{})
+//
+//	run, steps, err := s.Get(ctx, "e1") // waits for the writes queued before it
 //	page, next, err := s.List(ctx, store.ListOptions{Limit: 20})
 package store

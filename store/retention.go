@@ -6,9 +6,13 @@ import (
 )
 
 // Prune deletes the finished runs the retention policy no longer keeps,
-// with their steps, and returns how many runs it deleted. Runs still running
-// are never deleted, though they count towards Retention.MaxRuns.
+// with their steps, and returns how many runs it deleted, once the writes
+// queued before it are applied. Runs still running are never deleted,
+// though they count towards Retention.MaxRuns.
 func (s *Store) Prune(ctx context.Context) (int, error) {
+	if err := s.Flush(ctx); err != nil {
+		return 0, fmt.Errorf("pruning execution records: %w", err)
+	}
 	s.pruneMu.Lock()
 	defer s.pruneMu.Unlock()
 	n, err := s.prune(ctx)
@@ -66,15 +70,16 @@ func (s *Store) prune(ctx context.Context) (int, error) {
 	return int(total), nil
 }
 
-// maybePrune prunes after every pruneEvery finished runs or once
-// pruneInterval has passed since the last prune, whichever comes first.
-func (s *Store) maybePrune(ctx context.Context) {
+// maybePrune, called by the writer after it finished n runs, prunes after
+// every pruneEvery finished runs or once pruneInterval has passed since the
+// last prune, whichever comes first.
+func (s *Store) maybePrune(ctx context.Context, n int) {
 	if s.keep.MaxAge <= 0 && s.keep.MaxRuns <= 0 {
 		return
 	}
 	s.pruneMu.Lock()
 	defer s.pruneMu.Unlock()
-	s.finishedSince++
+	s.finishedSince += n
 	if s.finishedSince < s.pruneEvery && s.now().Sub(s.lastPrune) < s.pruneInterval {
 		return
 	}

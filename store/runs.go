@@ -12,123 +12,15 @@ import (
 	"time"
 
 	"modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
 )
 
-// StartRun records the start of a run. Status defaults to running and
-// StartedAt to now; ExecID and Tool are required, and Plan, when set, must be
-// JSON. An ExecID already recorded is [ErrExists].
-func (s *Store) StartRun(ctx context.Context, r Run) error {
-	if r.ExecID == "" || r.Tool == "" {
-		return fmt.Errorf("starting run %q: exec id and tool are required", r.ExecID)
-	}
-	if r.Status == "" {
-		r.Status = StatusRunning
-	}
-	if !r.Status.valid() {
-		return fmt.Errorf("starting run %s: unknown status %q", r.ExecID, r.Status)
-	}
-	if r.StartedAt.IsZero() {
-		r.StartedAt = s.now()
-	}
-	plan, err := jsonText(r.Plan)
-	if err != nil {
-		return fmt.Errorf("starting run %s: plan: %w", r.ExecID, err)
-	}
-	envelope, err := jsonText(r.Envelope)
-	if err != nil {
-		return fmt.Errorf("starting run %s: envelope: %w", r.ExecID, err)
-	}
-	_, err = s.write(ctx, `INSERT INTO runs
-		(exec_id, request_id, tool, status, started_at, finished_at, duration_ms, plan, envelope, step_count, error, owner)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		r.ExecID, r.RequestID, r.Tool, string(r.Status), r.StartedAt.UnixNano(), nullTime(r.FinishedAt),
-		r.DurationMS, plan, envelope, r.StepCount, r.Error, s.owner)
-	if isConstraint(err, sqlite3.SQLITE_CONSTRAINT_UNIQUE) {
-		return fmt.Errorf("starting run %s: %w", r.ExecID, ErrExists)
-	}
-	if err != nil {
-		return fmt.Errorf("starting run %s: %w", r.ExecID, err)
-	}
-	return nil
-}
-
-// RecordStep inserts or replaces the record of one step, identified by
-// ExecID and StepID: call it when a step starts and again when it ends.
-// The run must exist ([ErrNotFound] otherwise); Output and Error, when set,
-// must be JSON.
-func (s *Store) RecordStep(ctx context.Context, st StepRecord) error {
-	if st.ExecID == "" || st.StepID == "" || st.Status == "" {
-		return fmt.Errorf("recording step %q of run %q: exec id, step id and status are required", st.StepID, st.ExecID)
-	}
-	output, err := jsonText(st.Output)
-	if err != nil {
-		return fmt.Errorf("recording step %s of run %s: output: %w", st.StepID, st.ExecID, err)
-	}
-	stepErr, err := jsonText(st.Error)
-	if err != nil {
-		return fmt.Errorf("recording step %s of run %s: error: %w", st.StepID, st.ExecID, err)
-	}
-	_, err = s.write(ctx, `INSERT INTO steps
-		(exec_id, step_id, idx, path, tool, status, started_at, duration_ms, attempts, output, error)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (exec_id, step_id) DO UPDATE SET
-			idx = excluded.idx, path = excluded.path, tool = excluded.tool, status = excluded.status,
-			started_at = excluded.started_at, duration_ms = excluded.duration_ms,
-			attempts = excluded.attempts, output = excluded.output, error = excluded.error`,
-		st.ExecID, st.StepID, st.Index, st.Path, st.Tool, st.Status, nullTime(st.StartedAt),
-		st.DurationMS, st.Attempts, output, stepErr)
-	if isConstraint(err, sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY) {
-		return fmt.Errorf("recording step %s: run %s: %w", st.StepID, st.ExecID, ErrNotFound)
-	}
-	if err != nil {
-		return fmt.Errorf("recording step %s of run %s: %w", st.StepID, st.ExecID, err)
-	}
-	return nil
-}
-
-// FinishRun completes a run with its final status and result envelope and
-// sets its duration from StartedAt to finishedAt (now when zero). The run's
-// Error is taken from the envelope when the status is not success: the first
-// entry of artifact.errors, then artifact.validation_errors, as "code: message".
-//
-// From time to time FinishRun also applies the retention policy; a failure
-// there is logged, not returned.
-func (s *Store) FinishRun(ctx context.Context, execID string, status Status, envelope json.RawMessage, finishedAt time.Time) error {
-	if !status.valid() || status == StatusRunning {
-		return fmt.Errorf("finishing run %s: status %q is not a final status", execID, status)
-	}
-	env, err := jsonText(envelope)
-	if err != nil {
-		return fmt.Errorf("finishing run %s: envelope: %w", execID, err)
-	}
-	if finishedAt.IsZero() {
-		finishedAt = s.now()
-	}
-	var errText string
-	if status != StatusSuccess {
-		errText = envelopeError(envelope)
-	}
-	res, err := s.write(ctx, `UPDATE runs SET
-		status = ?, envelope = ?, finished_at = ?, error = ?,
-		duration_ms = max(0, (? - started_at) / 1000000)
-		WHERE exec_id = ?`,
-		string(status), env, finishedAt.UnixNano(), errText, finishedAt.UnixNano(), execID)
-	if err != nil {
-		return fmt.Errorf("finishing run %s: %w", execID, err)
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return fmt.Errorf("finishing run %s: %w", execID, err)
-	} else if n == 0 {
-		return fmt.Errorf("finishing run %s: %w", execID, ErrNotFound)
-	}
-	s.maybePrune(ctx)
-	return nil
-}
-
 // Get returns a run with its envelope and plan, and its steps ordered by
-// Index, then Path. An unknown id is [ErrNotFound].
+// Index, then Path, once the writes queued before it are applied. An
+// unknown id is [ErrNotFound].
 func (s *Store) Get(ctx context.Context, execID string) (*Run, []StepRecord, error) {
+	if err := s.Flush(ctx); err != nil {
+		return nil, nil, fmt.Errorf("reading run %s: %w", execID, err)
+	}
 	// One read transaction: the run and its steps come from the same snapshot.
 	tx, err := s.reader.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
@@ -193,7 +85,8 @@ const (
 // order), without their Plan and Envelope bodies, and the cursor of the next
 // page, empty after the last. Runs started after the first page do not shift
 // later pages: each page continues exactly after the last run of the one
-// before it. A cursor List did not return is [ErrInvalidCursor].
+// before it. A cursor List did not return is [ErrInvalidCursor]. Like Get,
+// List first waits for the writes queued before it.
 func (s *Store) List(ctx context.Context, opts ListOptions) ([]Run, string, error) {
 	limit := opts.Limit
 	switch {
@@ -204,6 +97,9 @@ func (s *Store) List(ctx context.Context, opts ListOptions) ([]Run, string, erro
 	}
 	if opts.Status != "" && !opts.Status.valid() {
 		return nil, "", fmt.Errorf("listing runs: unknown status %q", opts.Status)
+	}
+	if err := s.Flush(ctx); err != nil {
+		return nil, "", fmt.Errorf("listing runs: %w", err)
 	}
 	var where []string
 	var args []any

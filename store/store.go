@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
@@ -58,6 +59,8 @@ var (
 	// ErrSchemaTooNew means the database was migrated by a newer orchestra
 	// than this one; use that version or another database.
 	ErrSchemaTooNew = errors.New("execution store schema is newer than this orchestra")
+	// ErrClosed means a write came after Close.
+	ErrClosed = errors.New("execution store is closed")
 )
 
 // Run is the record of one orchestration. Times read back from the store are
@@ -146,10 +149,21 @@ type Stats struct {
 	// Recovered is how many runs left running by ended processes were marked
 	// interrupted when the store opened.
 	Recovered int
+	// Writes counts the writes the writer applied since the store opened
+	// (StartRun, RecordStep, FinishRun and their Queue forms), failed ones
+	// included.
+	Writes int64
+	// Transactions counts the write transactions the writer committed for
+	// them: under load, many writes share one.
+	Transactions int64
 }
 
 // Store keeps execution records in a SQLite database. Its methods are safe
 // for concurrent use, and several processes may share one database file.
+//
+// One writer goroutine per Store applies the writes, several at a time in
+// one transaction; reads wait for the writes queued before them. See
+// [Store.StartRun] and [Store.QueueStartRun].
 type Store struct {
 	path   string
 	writer *sql.DB // one connection: SQLite has one writer at a time
@@ -168,8 +182,11 @@ type Store struct {
 	pruneEvery    int           // FinishRun calls between automatic prunes
 	pruneInterval time.Duration // or this much time, whichever comes first
 
-	stmtMu sync.Mutex
-	stmts  map[string]*sql.Stmt // the writer's prepared statements, by query
+	q          *queue
+	stmts      *statements   // the hot writes, used by the writer goroutine only
+	writerDone chan struct{} // closed when the writer goroutine has ended; nil before it starts
+	writes     atomic.Int64  // writes applied, for Stats
+	commits    atomic.Int64  // transactions committed for them, for Stats
 
 	closeOnce sync.Once
 	closeErr  error
@@ -215,6 +232,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		keep:          opts.Retention,
 		pruneEvery:    64,
 		pruneInterval: time.Minute,
+		q:             newQueue(queueSize),
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -234,6 +252,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		}
 		return nil, fmt.Errorf("opening execution store %s: %w", path, err)
 	}
+	s.startWriter()
 	s.log.Debug("execution store open", "path", path, "owner", s.owner)
 	return s, nil
 }
@@ -257,7 +276,11 @@ func (s *Store) open(ctx context.Context) error {
 			return err
 		}
 		s.lastPrune = s.now() // a new database: nothing to prune yet
-		return s.migrate(ctx, migrations)
+		if err := s.migrate(ctx, migrations); err != nil {
+			return err
+		}
+		s.stmts, err = prepareStatements(ctx, db)
+		return err
 	}
 
 	abs, err := filepath.Abs(s.path)
@@ -332,7 +355,8 @@ func (s *Store) open(ctx context.Context) error {
 	if _, err := s.Prune(ctx); err != nil {
 		return err
 	}
-	return nil
+	s.stmts, err = prepareStatements(ctx, writer)
+	return err
 }
 
 // sqliteURI turns an absolute file path into a SQLite URI filename.
@@ -353,12 +377,17 @@ func newOwnerID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// Stats reports the store's path, schema version and run counts.
+// Stats reports the store's path, schema version, run counts and writes,
+// once the writes queued before it are applied.
 func (s *Store) Stats(ctx context.Context) (Stats, error) {
 	st := Stats{Path: s.path, Runs: map[Status]int{}, Recovered: s.recovered}
 	if s.inMemory() {
 		st.Path = Memory
 	}
+	if err := s.Flush(ctx); err != nil {
+		return st, fmt.Errorf("reading execution store stats: %w", err)
+	}
+	st.Writes, st.Transactions = s.writes.Load(), s.commits.Load()
 	v, err := schemaVersion(ctx, s.reader)
 	if err != nil {
 		return st, fmt.Errorf("reading execution store stats: %w", err)
@@ -383,11 +412,16 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 	return st, nil
 }
 
-// Close marks the runs this store started and never finished as
+// Close applies the writes queued before it and refuses later ones
+// ([ErrClosed]), marks the runs this store started and never finished as
 // interrupted, then closes the database. Calling Close again returns the
 // first call's result.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
+		s.q.close()
+		if s.writerDone != nil {
+			<-s.writerDone
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), busyTimeout)
 		defer cancel()
 		var errs []error
@@ -407,34 +441,11 @@ func (s *Store) Close() error {
 	return s.closeErr
 }
 
-// write runs one of the hot write statements on the writer, prepared once:
-// parsing the SQL again for every step cost more than running it.
-func (s *Store) write(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	s.stmtMu.Lock()
-	st, ok := s.stmts[query]
-	if !ok {
-		var err error
-		if st, err = s.writer.PrepareContext(ctx, query); err != nil {
-			s.stmtMu.Unlock()
-			return nil, err
-		}
-		if s.stmts == nil {
-			s.stmts = map[string]*sql.Stmt{}
-		}
-		s.stmts[query] = st
-	}
-	s.stmtMu.Unlock()
-	return st.ExecContext(ctx, args...)
-}
-
 func (s *Store) closeDBs() error {
 	var errs []error
-	s.stmtMu.Lock()
-	for _, st := range s.stmts {
-		errs = append(errs, st.Close())
+	if s.stmts != nil {
+		errs = append(errs, s.stmts.close())
 	}
-	s.stmts = nil
-	s.stmtMu.Unlock()
 	if s.reader != nil && s.reader != s.writer {
 		errs = append(errs, s.reader.Close())
 	}

@@ -1,0 +1,348 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// Every write goes through one queue to the store's writer goroutine, which
+// commits all the writes pending at once in one transaction. The write
+// methods come in two forms:
+//
+//   - StartRun, RecordStep and FinishRun queue the write and wait until it
+//     is committed, and return its error;
+//   - QueueStartRun, QueueRecordStep and QueueFinishRun return as soon as
+//     the write is queued; the writer logs its error, with the exec id.
+//
+// Either way writes are applied in the order they were queued, and the
+// reads (Get, List, Stats) first wait for every write queued before them,
+// so a caller reads what it queued. A full queue makes both forms wait for
+// room, until their context is done.
+
+// StartRun records the start of a run and waits until it is committed.
+// Status defaults to running and StartedAt to now; ExecID and Tool are
+// required, and Plan, when set, must be JSON. An ExecID already recorded is
+// [ErrExists]. If ctx is done first, StartRun returns its error, and the
+// write may still be applied.
+func (s *Store) StartRun(ctx context.Context, r Run) error {
+	w, err := s.startRun(r)
+	if err != nil {
+		return err
+	}
+	return s.do(ctx, w)
+}
+
+// QueueStartRun queues what [Store.StartRun] writes and returns without
+// waiting for it. Only a missing ExecID or Tool, an unknown status, a full
+// queue whose wait ctx ended, or a closed store ([ErrClosed]) are returned;
+// a plan that is not JSON or an ExecID already recorded is logged.
+func (s *Store) QueueStartRun(ctx context.Context, r Run) error {
+	w, err := s.startRun(r)
+	if err != nil {
+		return err
+	}
+	return s.q.push(ctx, w, nil)
+}
+
+// RecordStep inserts or replaces the record of one step, identified by
+// ExecID and StepID, and waits until it is committed: call it when a step
+// starts and again when it ends. The run must exist ([ErrNotFound]
+// otherwise); Output and Error, when set, must be JSON.
+func (s *Store) RecordStep(ctx context.Context, st StepRecord) error {
+	w, err := recordStep(st)
+	if err != nil {
+		return err
+	}
+	return s.do(ctx, w)
+}
+
+// QueueRecordStep queues what [Store.RecordStep] writes and returns without
+// waiting for it; errors are returned and logged as by
+// [Store.QueueStartRun]. A step queued after the start of its run, even
+// with QueueStartRun, finds the run.
+func (s *Store) QueueRecordStep(ctx context.Context, st StepRecord) error {
+	w, err := recordStep(st)
+	if err != nil {
+		return err
+	}
+	return s.q.push(ctx, w, nil)
+}
+
+// FinishRun completes a run with its final status and result envelope and
+// sets its duration from StartedAt to finishedAt (now when zero), then waits
+// until that is committed. The run's Error is taken from the envelope when
+// the status is not success: the first entry of artifact.errors, then
+// artifact.validation_errors, as "code: message". An unknown run is
+// [ErrNotFound].
+//
+// From time to time the writer also applies the retention policy after a
+// run finishes; a failure there is logged, not returned.
+func (s *Store) FinishRun(ctx context.Context, execID string, status Status, envelope json.RawMessage, finishedAt time.Time) error {
+	w, err := s.finishRun(execID, status, envelope, finishedAt)
+	if err != nil {
+		return err
+	}
+	return s.do(ctx, w)
+}
+
+// QueueFinishRun queues what [Store.FinishRun] writes and returns without
+// waiting for it; errors are returned and logged as by
+// [Store.QueueStartRun].
+//
+// The envelope may be given encoded, as a [json.RawMessage], or as the
+// value itself, which the writer encodes with encoding/json after
+// QueueFinishRun returns — off the caller's path. Such a value must not
+// change once queued.
+func (s *Store) QueueFinishRun(ctx context.Context, execID string, status Status, envelope any, finishedAt time.Time) error {
+	w, err := s.finishRun(execID, status, envelope, finishedAt)
+	if err != nil {
+		return err
+	}
+	return s.q.push(ctx, w, nil)
+}
+
+// Flush waits until every write queued before it is applied (committed,
+// or failed and logged), or until ctx is done. Reads flush by themselves.
+func (s *Store) Flush(ctx context.Context) error {
+	if err := s.q.wait(ctx, s.q.queuedSoFar()); err != nil {
+		return fmt.Errorf("waiting for queued execution records: %w", err)
+	}
+	return nil
+}
+
+// do queues w and waits for its result.
+func (s *Store) do(ctx context.Context, w write) error {
+	res := make(chan error, 1)
+	if err := s.q.push(ctx, w, res); err != nil {
+		return fmt.Errorf("%s: %w", w, err)
+	}
+	select {
+	case err := <-res:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("%s: %w", w, ctx.Err())
+	}
+}
+
+// write is one record write, applied by the writer goroutine.
+type write interface {
+	// String says what the write does, to prefix its errors.
+	String() string
+	// execID is the run written to, for the logs.
+	execID() string
+	// encode turns the write's JSON bodies into column values and checks
+	// them. The writer calls it outside any transaction: a write that
+	// fails here never touches the database.
+	encode() error
+	// apply runs the write in tx, with the writer's prepared statements.
+	apply(ctx context.Context, tx *sql.Tx, st *statements) error
+}
+
+// statements are the hot writes, prepared once on the writer's connection
+// when the store opens: parsing the SQL again for every step cost more than
+// running it.
+type statements struct {
+	insertRun, upsertStep, finishRun *sql.Stmt
+}
+
+const (
+	insertRunSQL = `INSERT INTO runs
+		(exec_id, request_id, tool, status, started_at, finished_at, duration_ms, plan, envelope, step_count, error, owner)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	upsertStepSQL = `INSERT INTO steps
+		(exec_id, step_id, idx, path, tool, status, started_at, duration_ms, attempts, output, error)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (exec_id, step_id) DO UPDATE SET
+			idx = excluded.idx, path = excluded.path, tool = excluded.tool, status = excluded.status,
+			started_at = excluded.started_at, duration_ms = excluded.duration_ms,
+			attempts = excluded.attempts, output = excluded.output, error = excluded.error`
+	finishRunSQL = `UPDATE runs SET
+		status = ?, envelope = ?, finished_at = ?, error = ?,
+		duration_ms = max(0, (? - started_at) / 1000000)
+		WHERE exec_id = ?`
+)
+
+func prepareStatements(ctx context.Context, db *sql.DB) (*statements, error) {
+	var st statements
+	for _, p := range []struct {
+		stmt  **sql.Stmt
+		query string
+	}{{&st.insertRun, insertRunSQL}, {&st.upsertStep, upsertStepSQL}, {&st.finishRun, finishRunSQL}} {
+		var err error
+		if *p.stmt, err = db.PrepareContext(ctx, p.query); err != nil {
+			st.close()
+			return nil, fmt.Errorf("preparing the record writes: %w", err)
+		}
+	}
+	return &st, nil
+}
+
+func (st *statements) close() error {
+	var first error
+	for _, s := range []*sql.Stmt{st.insertRun, st.upsertStep, st.finishRun} {
+		if s == nil {
+			continue
+		}
+		if err := s.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// startRunWrite inserts a run.
+type startRunWrite struct {
+	r              Run
+	owner          string
+	plan, envelope sql.NullString
+}
+
+func (s *Store) startRun(r Run) (*startRunWrite, error) {
+	if r.ExecID == "" || r.Tool == "" {
+		return nil, fmt.Errorf("starting run %q: exec id and tool are required", r.ExecID)
+	}
+	if r.Status == "" {
+		r.Status = StatusRunning
+	}
+	if !r.Status.valid() {
+		return nil, fmt.Errorf("starting run %s: unknown status %q", r.ExecID, r.Status)
+	}
+	if r.StartedAt.IsZero() {
+		r.StartedAt = s.now()
+	}
+	return &startRunWrite{r: r, owner: s.owner}, nil
+}
+
+func (w *startRunWrite) String() string { return "starting run " + w.r.ExecID }
+func (w *startRunWrite) execID() string { return w.r.ExecID }
+
+func (w *startRunWrite) encode() error {
+	var err error
+	if w.plan, err = jsonText(w.r.Plan); err != nil {
+		return fmt.Errorf("%s: plan: %w", w, err)
+	}
+	if w.envelope, err = jsonText(w.r.Envelope); err != nil {
+		return fmt.Errorf("%s: envelope: %w", w, err)
+	}
+	return nil
+}
+
+func (w *startRunWrite) apply(ctx context.Context, tx *sql.Tx, st *statements) error {
+	r := w.r
+	_, err := tx.StmtContext(ctx, st.insertRun).ExecContext(ctx,
+		r.ExecID, r.RequestID, r.Tool, string(r.Status), r.StartedAt.UnixNano(), nullTime(r.FinishedAt),
+		r.DurationMS, w.plan, w.envelope, r.StepCount, r.Error, w.owner)
+	if isConstraint(err, sqlite3.SQLITE_CONSTRAINT_UNIQUE) {
+		return fmt.Errorf("%s: %w", w, ErrExists)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", w, err)
+	}
+	return nil
+}
+
+// recordStepWrite inserts or replaces a step.
+type recordStepWrite struct {
+	st              StepRecord
+	output, stepErr sql.NullString
+}
+
+func recordStep(st StepRecord) (*recordStepWrite, error) {
+	if st.ExecID == "" || st.StepID == "" || st.Status == "" {
+		return nil, fmt.Errorf("recording step %q of run %q: exec id, step id and status are required", st.StepID, st.ExecID)
+	}
+	return &recordStepWrite{st: st}, nil
+}
+
+func (w *recordStepWrite) String() string {
+	return "recording step " + w.st.StepID + " of run " + w.st.ExecID
+}
+func (w *recordStepWrite) execID() string { return w.st.ExecID }
+
+func (w *recordStepWrite) encode() error {
+	var err error
+	if w.output, err = jsonText(w.st.Output); err != nil {
+		return fmt.Errorf("%s: output: %w", w, err)
+	}
+	if w.stepErr, err = jsonText(w.st.Error); err != nil {
+		return fmt.Errorf("%s: error: %w", w, err)
+	}
+	return nil
+}
+
+func (w *recordStepWrite) apply(ctx context.Context, tx *sql.Tx, stmts *statements) error {
+	st := w.st
+	_, err := tx.StmtContext(ctx, stmts.upsertStep).ExecContext(ctx,
+		st.ExecID, st.StepID, st.Index, st.Path, st.Tool, st.Status, nullTime(st.StartedAt),
+		st.DurationMS, st.Attempts, w.output, w.stepErr)
+	if isConstraint(err, sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY) {
+		return fmt.Errorf("recording step %s: run %s: %w", st.StepID, st.ExecID, ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", w, err)
+	}
+	return nil
+}
+
+// finishRunWrite completes a run.
+type finishRunWrite struct {
+	id         string
+	status     Status
+	value      any // the envelope as given: json.RawMessage, or a value to encode
+	finishedAt time.Time
+
+	envelope sql.NullString
+	errText  string
+}
+
+func (s *Store) finishRun(execID string, status Status, envelope any, finishedAt time.Time) (*finishRunWrite, error) {
+	if !status.valid() || status == StatusRunning {
+		return nil, fmt.Errorf("finishing run %s: status %q is not a final status", execID, status)
+	}
+	if finishedAt.IsZero() {
+		finishedAt = s.now()
+	}
+	return &finishRunWrite{id: execID, status: status, value: envelope, finishedAt: finishedAt}, nil
+}
+
+func (w *finishRunWrite) String() string { return "finishing run " + w.id }
+func (w *finishRunWrite) execID() string { return w.id }
+
+func (w *finishRunWrite) encode() error {
+	raw, ok := w.value.(json.RawMessage)
+	if !ok && w.value != nil {
+		var err error
+		if raw, err = json.Marshal(w.value); err != nil {
+			// Keep the run's end, and say why its envelope is missing.
+			raw, _ = json.Marshal(map[string]string{"error": "not encodable as JSON: " + err.Error()})
+		}
+	}
+	var err error
+	if w.envelope, err = jsonText(raw); err != nil {
+		return fmt.Errorf("%s: envelope: %w", w, err)
+	}
+	if w.status != StatusSuccess {
+		w.errText = envelopeError(raw)
+	}
+	return nil
+}
+
+func (w *finishRunWrite) apply(ctx context.Context, tx *sql.Tx, st *statements) error {
+	at := w.finishedAt.UnixNano()
+	res, err := tx.StmtContext(ctx, st.finishRun).ExecContext(ctx,
+		string(w.status), w.envelope, at, w.errText, at, w.id)
+	if err != nil {
+		return fmt.Errorf("%s: %w", w, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("%s: %w", w, err)
+	} else if n == 0 {
+		return fmt.Errorf("%s: %w", w, ErrNotFound)
+	}
+	return nil
+}
