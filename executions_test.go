@@ -3,7 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -70,6 +73,13 @@ func TestKilledRunIsInterrupted(t *testing.T) {
 		cmd.Wait()
 		t.Fatalf("the slow step never started:\n%s", stderr.String())
 	}
+	// Records are committed in the background, shortly after the step
+	// starts: kill the process once its start is on disk.
+	if err := waitForStep(db, "slow", "running", 30*time.Second); err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -115,5 +125,33 @@ func TestKilledRunIsInterrupted(t *testing.T) {
 	}
 	if err := json.Unmarshal(out.Bytes(), &ex); err != nil || ex.Status != "interrupted" || ex.Error == "" {
 		t.Fatalf("orchestra executions --json: %s (%v)", out.String(), err)
+	}
+}
+
+// waitForStep polls the database at path, read-only, until the record of
+// step stepID has the status, or the timeout passes.
+func waitForStep(path, stepID, status string, timeout time.Duration) error {
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=query_only(1)&_pragma=busy_timeout(5000)")
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(timeout)
+	for {
+		var got string
+		err := db.QueryRow(`SELECT status FROM steps WHERE step_id = ?`, stepID).Scan(&got)
+		if err == nil && got == status {
+			return nil
+		}
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("reading the record of step %s: %w", stepID, err)
+		}
+		select {
+		case <-tick.C:
+		case <-deadline:
+			return fmt.Errorf("step %s is %q in the records after %s, want %q", stepID, got, timeout, status)
+		}
 	}
 }

@@ -39,25 +39,32 @@ func openStore(ctx context.Context, cfg *config.Config, path string, log *slog.L
 // Store returns the app's execution store.
 func (a *App) Store() *store.Store { return a.store }
 
-// storeTimeout bounds one write of a record; the run never waits longer.
+// storeTimeout bounds how long a run waits for room in the store's write
+// queue; the writes themselves happen off the run's path.
 const storeTimeout = 10 * time.Second
 
 // recorder is the engine observer that keeps the execution records: it
-// starts a run's record at its first transition, records each step as it
-// starts and ends, and completes the record with the envelope.
+// queues a run's start at its first transition, each step as it starts and
+// ends, and the run's end with the envelope. The store's writer commits
+// them in the background, and reads of the store wait for them, so a
+// record read after a response is complete.
 type recorder struct {
 	st  *store.Store
 	log *slog.Logger
 
-	mu      sync.Mutex
-	started map[*orchestrate.RunInfo]bool
-	// ended holds, per run, the status each step was recorded with when it
-	// ended, so that the final pass writes only the steps that changed.
-	ended map[*orchestrate.RunInfo]map[string]string
+	runs sync.Map // *orchestrate.RunInfo → *runRecord, from the first transition to the final one
+}
+
+// runRecord is what the recorder remembers of a run while it runs.
+type runRecord struct {
+	mu sync.Mutex
+	// ended holds the status each step was recorded with when it ended, so
+	// that the final pass writes only the steps that changed.
+	ended map[string]string
 }
 
 func newRecorder(st *store.Store, log *slog.Logger) *recorder {
-	return &recorder{st: st, log: log, started: map[*orchestrate.RunInfo]bool{}, ended: map[*orchestrate.RunInfo]map[string]string{}}
+	return &recorder{st: st, log: log}
 }
 
 func (rc *recorder) observe(ev orchestrate.Event) {
@@ -65,26 +72,22 @@ func (rc *recorder) observe(ev orchestrate.Event) {
 	if info == nil {
 		return
 	}
+	final := ev.Transition.Event == orchestrate.EventFinal
+	started, ended := stepStarted(ev), stepEnded(ev)
+	v, known := rc.runs.Load(info)
+	if !known {
+		// The first transition of a run fires before any of its steps
+		// starts: nothing else observes the run at the same time.
+		v, known = rc.runs.LoadOrStore(info, &runRecord{})
+	}
+	rr := v.(*runRecord)
+	if known && !final && !started && !ended {
+		return // nothing to write: most transitions only move the state machine
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
-	rc.mu.Lock()
-	first := !rc.started[info]
-	rc.started[info] = true
-	final := ev.Transition.Event == orchestrate.EventFinal
-	var ended map[string]string
-	if final {
-		ended = rc.ended[info]
-		delete(rc.started, info)
-		delete(rc.ended, info)
-	} else if stepEnded(ev) {
-		if rc.ended[info] == nil {
-			rc.ended[info] = map[string]string{}
-		}
-		rc.ended[info][ev.Step.ID] = ev.Step.Status
-	}
-	rc.mu.Unlock()
 
-	if first {
+	if !known {
 		run := store.Run{ExecID: info.ExecID, RequestID: info.IDs.RequestID, Tool: info.Source, StartedAt: info.StartedAt, StepCount: info.Leaves}
 		if run.Tool == "" {
 			run.Tool = orchestrate.ToolName
@@ -92,15 +95,30 @@ func (rc *recorder) observe(ev orchestrate.Event) {
 		if info.Plan != nil {
 			run.Plan = marshal(info.Plan)
 		}
-		if err := rc.st.StartRun(ctx, run); err != nil {
+		if err := rc.st.QueueStartRun(ctx, run); err != nil {
 			rc.warn("recording the start of a run", info, err)
 		}
 	}
 	switch {
 	case final:
-		rc.finish(ctx, info, ev.Envelope, ended)
-	case stepStarted(ev) || stepEnded(ev):
-		if err := rc.st.RecordStep(ctx, stepRecord(info.ExecID, ev.Step)); err != nil {
+		rc.runs.Delete(info)
+		rr.mu.Lock()
+		steps := rr.ended
+		rr.mu.Unlock()
+		rc.finish(ctx, info, ev.Envelope, steps)
+	case started || ended:
+		if ended {
+			rr.mu.Lock()
+			if rr.ended == nil {
+				rr.ended = map[string]string{}
+			}
+			rr.ended[ev.Step.ID] = ev.Step.Status
+			rr.mu.Unlock()
+		}
+		// A step's output is marshaled here, not by the store's writer:
+		// a later step may be handed the same value as an argument, and
+		// its tool may change it.
+		if err := rc.st.QueueRecordStep(ctx, stepRecord(info.ExecID, ev.Step)); err != nil {
 			rc.warn("recording a step", info, err)
 		}
 	}
@@ -119,7 +137,7 @@ func (rc *recorder) finish(ctx context.Context, info *orchestrate.RunInfo, env *
 					walk(rec.Children)
 					continue
 				}
-				if err := rc.st.RecordStep(ctx, stepRecord(info.ExecID, rec)); err != nil {
+				if err := rc.st.QueueRecordStep(ctx, stepRecord(info.ExecID, rec)); err != nil {
 					rc.warn("recording a step", info, err)
 				}
 				walk(rec.Children)
@@ -133,7 +151,13 @@ func (rc *recorder) finish(ctx context.Context, info *orchestrate.RunInfo, env *
 			status = store.StatusPartial
 		}
 	}
-	if err := rc.st.FinishRun(ctx, info.ExecID, status, marshal(env), time.Time{}); err != nil {
+	// The store's writer encodes the envelope: once the run has ended,
+	// nothing changes it (the response only reads it).
+	var envelope any
+	if env != nil {
+		envelope = env
+	}
+	if err := rc.st.QueueFinishRun(ctx, info.ExecID, status, envelope, time.Time{}); err != nil {
 		rc.warn("recording the end of a run", info, err)
 	}
 }
