@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 )
 
@@ -52,13 +54,7 @@ func (s *Store) prune(ctx context.Context) (int, error) {
 		total += n
 	}
 	if s.keep.MaxRuns > 0 {
-		// The newest MaxRuns runs, in List's order, stay.
-		res, err := tx.ExecContext(ctx, `DELETE FROM runs WHERE status != 'running' AND seq NOT IN (
-			SELECT seq FROM runs ORDER BY started_at DESC, seq DESC LIMIT ?)`, s.keep.MaxRuns)
-		if err != nil {
-			return 0, err
-		}
-		n, err := res.RowsAffected()
+		n, err := pruneByCount(ctx, tx, s.keep.MaxRuns)
 		if err != nil {
 			return 0, err
 		}
@@ -68,6 +64,39 @@ func (s *Store) prune(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	return int(total), nil
+}
+
+// pruneByCount deletes the finished runs older, in List's order, than the
+// newest keep runs. It finds the first run to go by walking the start-time
+// index rather than listing the runs that stay: pruning then costs a walk
+// of keep index entries, not a scan of the table, and nothing at all while
+// the table cannot hold more than keep runs.
+func pruneByCount(ctx context.Context, tx *sql.Tx, keep int) (int64, error) {
+	// seq only grows, so there are at most max - min + 1 runs. (Two
+	// subqueries, because one max and one min each read one index entry,
+	// and the two in one query scan the table.)
+	var span sql.NullInt64
+	if err := tx.QueryRowContext(ctx, `SELECT (SELECT max(seq) FROM runs) - (SELECT min(seq) FROM runs) + 1`).Scan(&span); err != nil {
+		return 0, err
+	}
+	if !span.Valid || span.Int64 <= int64(keep) {
+		return 0, nil
+	}
+	var startedAt, seq int64
+	err := tx.QueryRowContext(ctx, `SELECT started_at, seq FROM runs ORDER BY started_at DESC, seq DESC LIMIT 1 OFFSET ?`, keep).
+		Scan(&startedAt, &seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil // keep runs or fewer
+	}
+	if err != nil {
+		return 0, err
+	}
+	res, err := tx.ExecContext(ctx, `DELETE FROM runs WHERE status != 'running'
+		AND (started_at < ? OR (started_at = ? AND seq <= ?))`, startedAt, startedAt, seq)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
 }
 
 // maybePrune, called by the writer after it finished n runs, prunes after

@@ -651,3 +651,44 @@ func TestSweepsStaleLocks(t *testing.T) {
 		t.Errorf("fresh lock file removed: %v", err)
 	}
 }
+
+// TestRetentionByCountOrder checks which runs Prune keeps by count when
+// start times tie and old runs still run: the newest MaxRuns in List's
+// order, and every running run.
+func TestRetentionByCountOrder(t *testing.T) {
+	ctx := t.Context()
+	base := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+	for _, keep := range []int{1, 3, 5, 12, 20} {
+		t.Run(fmt.Sprint("keep=", keep), func(t *testing.T) {
+			s := openTest(t, Memory, Options{Retention: Retention{MaxRuns: keep}})
+			// 16 runs over 5 distinct start times, out of order; every
+			// fifth one still running.
+			for i := range 16 {
+				id := fmt.Sprint("r", i)
+				if err := s.StartRun(ctx, Run{ExecID: id, Tool: "cli", StartedAt: base.Add(time.Duration((i*7)%5) * time.Second)}); err != nil {
+					t.Fatal(err)
+				}
+				if i%5 != 0 {
+					if err := s.FinishRun(ctx, id, StatusSuccess, nil, time.Time{}); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			all := listIDs(t, s, ListOptions{Limit: 100})
+			var want []string
+			for i, id := range all {
+				var n int
+				fmt.Sscanf(id, "r%d", &n)
+				if i < keep || n%5 == 0 {
+					want = append(want, id)
+				}
+			}
+			if _, err := s.Prune(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if got := listIDs(t, s, ListOptions{Limit: 100}); !cmp.Equal(got, want) {
+				t.Errorf("kept %v, want %v (of %v)", got, want, all)
+			}
+		})
+	}
+}
