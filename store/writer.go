@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 )
 
 // The writer is the one goroutine that applies the queued writes: group
@@ -31,10 +32,10 @@ func (s *Store) startWriter() {
 	}()
 }
 
-// applyBatch applies a batch in one transaction and reports each write's
-// error to its caller, or logs it. When a write fails, or the transaction
-// does, the transaction is rolled back and each write applied in one of
-// its own, so that a write that fails loses no other.
+// applyBatch applies a batch in one transaction, coalesced, and reports
+// each write's error to its caller, or logs it. When a write fails, or the
+// transaction does, the transaction is rolled back and each write applied
+// as queued in one of its own, so that a write that fails loses no other.
 func (s *Store) applyBatch(ctx context.Context, batch []queued) {
 	errs := make([]error, len(batch))
 	ready := make([]int, 0, len(batch))
@@ -44,9 +45,13 @@ func (s *Store) applyBatch(ctx context.Context, batch []queued) {
 		}
 	}
 	if len(ready) > 0 {
+		ws := make([]write, len(ready))
+		for j, i := range ready {
+			ws[j] = batch[i].w
+		}
 		err := s.inTx(ctx, func(tx *sql.Tx) error {
-			for _, i := range ready {
-				if err := batch[i].w.apply(ctx, tx, s.stmts); err != nil {
+			for _, w := range coalesce(ws) {
+				if err := w.apply(ctx, tx, s.stmts); err != nil {
 					return err
 				}
 			}
@@ -79,6 +84,45 @@ func (s *Store) applyBatch(ctx context.Context, batch []queued) {
 	if finished > 0 {
 		s.maybePrune(ctx, finished)
 	}
+}
+
+// coalesce returns the writes to apply for ws, in order, without those a
+// later write of the batch makes redundant — under load a batch holds whole
+// runs, and this halves their statements: the finish of a run goes into
+// the insert of its start, and a step written again (when it starts, then
+// when it ends) is written once, as it ended. Only the writes of a run
+// started in the same batch are folded, so the final rows are those the
+// writes make one by one; if any write fails, the batch is applied again
+// unfolded. ws are left as they are.
+func coalesce(ws []write) []write {
+	type stepKey struct{ execID, stepID string }
+	started := map[string]*startRunWrite{} // copies of the starts of the batch, by exec id
+	last := map[stepKey]int{}              // where the latest write of a step is in out
+	out := make([]write, 0, len(ws))
+	for _, w := range ws {
+		switch w := w.(type) {
+		case *startRunWrite:
+			folded := *w
+			started[w.r.ExecID] = &folded
+			out = append(out, &folded)
+			continue
+		case *recordStepWrite:
+			if _, ok := started[w.st.ExecID]; ok {
+				k := stepKey{w.st.ExecID, w.st.StepID}
+				if i, ok := last[k]; ok {
+					out[i] = nil
+				}
+				last[k] = len(out)
+			}
+		case *finishRunWrite:
+			if st, ok := started[w.id]; ok && st.finish == nil {
+				st.finish = w
+				continue
+			}
+		}
+		out = append(out, w)
+	}
+	return slices.DeleteFunc(out, func(w write) bool { return w == nil })
 }
 
 // inTx runs f in a write transaction and commits it.

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // holdWriter takes the writer's only connection, so that the writer
@@ -366,4 +368,83 @@ func TestQueuedRunsFinish(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestCoalescedBatchMatchesWriteByWrite applies the same writes in one
+// batch, where the writer folds a run's finish into its start and a step's
+// two writes into one, and one commit at a time: the records are the same.
+func TestCoalescedBatchMatchesWriteByWrite(t *testing.T) {
+	ctx := t.Context()
+	start := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+	// between separates the batches: the first folds, the second fails and
+	// is applied write by write.
+	writes := func(s *Store, queued bool, between func()) {
+		startRun, recordStep := s.StartRun, s.RecordStep
+		finishRun := func(ctx context.Context, id string, st Status, env any, at time.Time) error {
+			return s.FinishRun(ctx, id, st, env.(json.RawMessage), at)
+		}
+		if queued {
+			startRun, recordStep, finishRun = s.QueueStartRun, s.QueueRecordStep, s.QueueFinishRun
+		}
+		for i, status := range []Status{StatusSuccess, StatusFailed, StatusPartial} {
+			id := fmt.Sprint("run-", i)
+			at := start.Add(time.Duration(i) * time.Second)
+			startRun(ctx, Run{ExecID: id, RequestID: "req", Tool: "agent_orchestrate", StartedAt: at, StepCount: 2, Plan: json.RawMessage(`{"steps":[]}`)})
+			for j, step := range []string{"a", "b"} {
+				st := StepRecord{ExecID: id, StepID: step, Index: j, Tool: "echo", Status: "running", StartedAt: at}
+				recordStep(ctx, st)
+				st.Status, st.Attempts, st.DurationMS, st.Output = string(status), 2, 7, json.RawMessage(`{"n":1}`)
+				recordStep(ctx, st)
+			}
+			env := json.RawMessage(`{"artifact":{"errors":[{"code":"tool_error","message":"boom"}]}}`)
+			finishRun(ctx, id, status, env, at.Add(1234567*time.Microsecond))
+		}
+		// Two finishes: the second one wins.
+		startRun(ctx, Run{ExecID: "twice", Tool: "cli", StartedAt: start})
+		finishRun(ctx, "twice", StatusFailed, json.RawMessage(`{}`), start.Add(time.Second))
+		finishRun(ctx, "twice", StatusSuccess, json.RawMessage(`{"second":true}`), start.Add(2*time.Second))
+		between()
+		// A step before its run's start fails on its own, wherever it is.
+		recordStep(ctx, StepRecord{ExecID: "late", StepID: "a", Status: "running"})
+		startRun(ctx, Run{ExecID: "late", Tool: "cli", StartedAt: start})
+		recordStep(ctx, StepRecord{ExecID: "late", StepID: "b", Status: "success"})
+		finishRun(ctx, "late", StatusSuccess, json.RawMessage(`{}`), start.Add(time.Second))
+	}
+	read := func(s *Store) map[string]any {
+		got := map[string]any{}
+		runs, _, err := s.List(ctx, ListOptions{Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range runs {
+			run, steps, err := s.Get(ctx, r.ExecID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got[r.ExecID] = []any{run, steps}
+		}
+		return got
+	}
+
+	oneByOne := openTest(t, Memory, Options{})
+	writes(oneByOne, false, func() {})
+	want := read(oneByOne)
+
+	batched := openTest(t, Memory, Options{})
+	release := holdWriter(t, batched)
+	writes(batched, true, func() {
+		release()
+		if err := batched.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		release = holdWriter(t, batched)
+	})
+	release()
+	got := read(batched)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("records written in one batch differ from those written one by one (-want +got):\n%s", diff)
+	}
+	if len(got) != 5 {
+		t.Errorf("%d runs recorded, want 5", len(got))
+	}
 }

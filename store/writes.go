@@ -200,6 +200,9 @@ type startRunWrite struct {
 	r              Run
 	owner          string
 	plan, envelope sql.NullString
+	// finish, when set, is the run's end, written with the start: see
+	// coalesce.
+	finish *finishRunWrite
 }
 
 func (s *Store) startRun(r Run) (*startRunWrite, error) {
@@ -234,9 +237,15 @@ func (w *startRunWrite) encode() error {
 
 func (w *startRunWrite) apply(ctx context.Context, tx *sql.Tx, st *statements) error {
 	r := w.r
+	status, finishedAt, duration, envelope, errText := r.Status, r.FinishedAt, r.DurationMS, w.envelope, r.Error
+	if f := w.finish; f != nil {
+		// What finishRunSQL would set.
+		status, finishedAt, envelope, errText = f.status, f.finishedAt, f.envelope, f.errText
+		duration = max(0, (f.finishedAt.UnixNano()-r.StartedAt.UnixNano())/int64(time.Millisecond))
+	}
 	_, err := tx.StmtContext(ctx, st.insertRun).ExecContext(ctx,
-		r.ExecID, r.RequestID, r.Tool, string(r.Status), r.StartedAt.UnixNano(), nullTime(r.FinishedAt),
-		r.DurationMS, w.plan, w.envelope, r.StepCount, r.Error, w.owner)
+		r.ExecID, r.RequestID, r.Tool, string(status), r.StartedAt.UnixNano(), nullTime(finishedAt),
+		duration, w.plan, envelope, r.StepCount, errText, w.owner)
 	if isConstraint(err, sqlite3.SQLITE_CONSTRAINT_UNIQUE) {
 		return fmt.Errorf("%s: %w", w, ErrExists)
 	}
