@@ -24,6 +24,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"time"
@@ -73,6 +74,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&c.nestful, "nestful", "", "the NESTFUL `dir`; default ../shared/datasets/nestful next to the module")
 	fs.IntVar(&c.clients, "clients", 16, "concurrent clients in the http section")
 	fs.DurationVar(&c.duration, "duration", 3*time.Second, "how long each http measurement runs (quick: 300ms)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the sections run in this process to `file` (the e2e section's servers are other processes)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -106,6 +108,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(stderr, "bench: -cpuprofile:", err)
+			return 1
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			f.Close()
+		}()
+	}
 	r := &report{w: stdout, dir: c.out}
 	fmt.Fprintf(stdout, "orchestra bench: %s, %d CPUs (%s), %s/%s, quick=%v\n", runtime.Version(), runtime.NumCPU(), cpuModel(), runtime.GOOS, runtime.GOARCH, c.quick)
 	failed := false

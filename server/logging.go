@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"unicode"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -130,7 +131,7 @@ func (r *RedactingHandler) WithGroup(name string) slog.Handler {
 
 func (r *RedactingHandler) attr(a slog.Attr) slog.Attr {
 	v := a.Value.Resolve()
-	if secretKey.MatchString(a.Key) && !(v.Kind() == slog.KindString && v.String() == "") {
+	if isSecretKey(a.Key) && !(v.Kind() == slog.KindString && v.String() == "") {
 		return slog.String(a.Key, Redacted)
 	}
 	switch v.Kind() {
@@ -169,7 +170,50 @@ func (r *RedactingHandler) text(s string) string {
 			s = strings.ReplaceAll(s, sec, Redacted)
 		}
 	}
+	if !mayHoldCredential(s) {
+		return s
+	}
 	return credentialText.ReplaceAllString(s, "$1 "+Redacted)
+}
+
+// mayHoldCredential reports whether s contains "bearer" or "basic" in any
+// case: only then can credentialText match, and most strings are spared
+// the regular expression.
+func mayHoldCredential(s string) bool {
+	for i := 0; i+5 <= len(s); i++ {
+		if s[i]|0x20 != 'b' {
+			continue
+		}
+		if strings.EqualFold(s[i:i+5], "basic") || i+6 <= len(s) && strings.EqualFold(s[i:i+6], "bearer") {
+			return true
+		}
+	}
+	return false
+}
+
+// secretKeys remembers which attribute keys secretKey matches: a log line
+// has a handful of keys, the same on every line.
+var secretKeys struct {
+	sync.RWMutex
+	m map[string]bool
+}
+
+// isSecretKey reports whether secretKey matches k.
+func isSecretKey(k string) bool {
+	secretKeys.RLock()
+	secret, ok := secretKeys.m[k]
+	secretKeys.RUnlock()
+	if ok {
+		return secret
+	}
+	secret = secretKey.MatchString(k)
+	secretKeys.Lock()
+	if secretKeys.m == nil || len(secretKeys.m) >= 4096 {
+		secretKeys.m = map[string]bool{} // keys are few; a flood of new ones starts over
+	}
+	secretKeys.m[k] = secret
+	secretKeys.Unlock()
+	return secret
 }
 
 // runLine is one log line about a run or a step.
