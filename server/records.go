@@ -151,13 +151,9 @@ func (rc *recorder) finish(ctx context.Context, info *orchestrate.RunInfo, env *
 			status = store.StatusPartial
 		}
 	}
-	// The store's writer encodes the envelope: once the run has ended,
-	// nothing changes it (the response only reads it).
-	var envelope any
-	if env != nil {
-		envelope = env
-	}
-	if err := rc.st.QueueFinishRun(ctx, info.ExecID, status, envelope, time.Time{}); err != nil {
+	// The envelope is encoded here too: the CLI's ask adds the model's answer
+	// to it after the run, and the record keeps the run's own.
+	if err := rc.st.QueueFinishRun(ctx, info.ExecID, status, marshal(env), time.Time{}); err != nil {
 		rc.warn("recording the end of a run", info, err)
 	}
 }

@@ -60,10 +60,7 @@ func BenchmarkOneStepRun(b *testing.B) {
 	record := func(ctx context.Context, s *Store, queued bool, id string) error {
 		start, step, finish := s.StartRun, s.RecordStep, s.FinishRun
 		if queued {
-			start, step = s.QueueStartRun, s.QueueRecordStep
-			finish = func(ctx context.Context, id string, st Status, env json.RawMessage, at time.Time) error {
-				return s.QueueFinishRun(ctx, id, st, env, at)
-			}
+			start, step, finish = s.QueueStartRun, s.QueueRecordStep, s.QueueFinishRun
 		}
 		now := time.Now()
 		if err := start(ctx, Run{ExecID: id, Tool: "agent_orchestrate", StartedAt: now, StepCount: 1, Plan: plan}); err != nil {

@@ -28,7 +28,7 @@
 //
 //	// Off the caller's path: queued, committed in the background.
 //	err = s.QueueStartRun(ctx, store.Run{ExecID: "e2", Tool: "agent_orchestrate"})
-//	err = s.QueueFinishRun(ctx, "e2", store.StatusSuccess, envelopeValue, time.Time{})
+//	err = s.QueueFinishRun(ctx, "e2", store.StatusSuccess, envelope, time.Time{})
 //
 //	run, steps, err := s.Get(ctx, "e1") // waits for the writes queued before it
 //	page, next, err := s.List(ctx, store.ListOptions{Limit: 20})

@@ -93,12 +93,7 @@ func (s *Store) FinishRun(ctx context.Context, execID string, status Status, env
 // QueueFinishRun queues what [Store.FinishRun] writes and returns without
 // waiting for it; errors are returned and logged as by
 // [Store.QueueStartRun].
-//
-// The envelope may be given encoded, as a [json.RawMessage], or as the
-// value itself, which the writer encodes with encoding/json after
-// QueueFinishRun returns — off the caller's path. Such a value must not
-// change once queued.
-func (s *Store) QueueFinishRun(ctx context.Context, execID string, status Status, envelope any, finishedAt time.Time) error {
+func (s *Store) QueueFinishRun(ctx context.Context, execID string, status Status, envelope json.RawMessage, finishedAt time.Time) error {
 	w, err := s.finishRun(execID, status, envelope, finishedAt)
 	if err != nil {
 		return err
@@ -302,41 +297,33 @@ func (w *recordStepWrite) apply(ctx context.Context, tx *sql.Tx, stmts *statemen
 type finishRunWrite struct {
 	id         string
 	status     Status
-	value      any // the envelope as given: json.RawMessage, or a value to encode
+	raw        json.RawMessage // the envelope
 	finishedAt time.Time
 
 	envelope sql.NullString
 	errText  string
 }
 
-func (s *Store) finishRun(execID string, status Status, envelope any, finishedAt time.Time) (*finishRunWrite, error) {
+func (s *Store) finishRun(execID string, status Status, envelope json.RawMessage, finishedAt time.Time) (*finishRunWrite, error) {
 	if !status.valid() || status == StatusRunning {
 		return nil, fmt.Errorf("finishing run %s: status %q is not a final status", execID, status)
 	}
 	if finishedAt.IsZero() {
 		finishedAt = s.now()
 	}
-	return &finishRunWrite{id: execID, status: status, value: envelope, finishedAt: finishedAt}, nil
+	return &finishRunWrite{id: execID, status: status, raw: envelope, finishedAt: finishedAt}, nil
 }
 
 func (w *finishRunWrite) String() string { return "finishing run " + w.id }
 func (w *finishRunWrite) execID() string { return w.id }
 
 func (w *finishRunWrite) encode() error {
-	raw, ok := w.value.(json.RawMessage)
-	if !ok && w.value != nil {
-		var err error
-		if raw, err = json.Marshal(w.value); err != nil {
-			// Keep the run's end, and say why its envelope is missing.
-			raw, _ = json.Marshal(map[string]string{"error": "not encodable as JSON: " + err.Error()})
-		}
-	}
 	var err error
-	if w.envelope, err = jsonText(raw); err != nil {
+	if w.envelope, err = jsonText(w.raw); err != nil {
 		return fmt.Errorf("%s: envelope: %w", w, err)
 	}
 	if w.status != StatusSuccess {
-		w.errText = envelopeError(raw)
+		w.errText = envelopeError(w.raw)
 	}
 	return nil
 }
