@@ -28,6 +28,9 @@ type HTTPOptions struct {
 // and per-client rate limits, and a health check at /healthz.
 func (a *App) HTTPHandler(opts HTTPOptions) http.Handler {
 	cfg := a.Config.Server
+	if opts.Stateless {
+		a.logLevels.stateless.Store(true)
+	}
 	var idle time.Duration
 	if cfg.SessionTimeout != nil {
 		idle = *cfg.SessionTimeout

@@ -315,9 +315,10 @@ func logObserver(log *slog.Logger) orchestrate.Observer {
 // clientLogObserver sends the same lines to the client of one request as
 // MCP logging notifications, at the level the client asked for (on
 // protocol 2026-07-28, the level of the request's _meta, which ctx
-// carries). Nothing is sent before the client sets a level.
-func clientLogObserver(ctx context.Context, req *mcp.CallToolRequest, secrets []string) orchestrate.Observer {
-	if req == nil || req.Session == nil {
+// carries). Nothing is sent before the client sets a level: levels says
+// whether it did.
+func clientLogObserver(ctx context.Context, req *mcp.CallToolRequest, secrets []string, levels *logLevels) orchestrate.Observer {
+	if !levels.wanted(req) {
 		return nil
 	}
 	h := NewRedactingHandler(mcp.NewLoggingHandler(req.Session, &mcp.LoggingHandlerOptions{LoggerName: "orchestra"}), secrets)

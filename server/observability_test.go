@@ -460,3 +460,87 @@ func TestRunLogs(t *testing.T) {
 		t.Fatalf("only %d lines about the run:\n%s", runLines, out)
 	}
 }
+
+// TestClientLogs checks the logging notifications of a run on both
+// protocols: none until the client asks for a level (the lines are not even
+// built), by logging/setLevel on 2025-11-25 or in the request's _meta on
+// 2026-07-28; then the run's lines at and above the level, with secrets cut
+// out as in the server's log.
+func TestClientLogs(t *testing.T) {
+	const secret = "client-log-secret-4321"
+	t.Setenv("ORCHESTRA_TEST_API_KEY", secret)
+	plan := map[string]any{"plan": map[string]any{"steps": []any{
+		jq("a", 1),
+		map[string]any{"id": "b", "tool": "json_query", "arguments": map[string]any{"query": `"key ` + secret + `" | error`, "input": map[string]any{}}},
+	}}}
+	for _, version := range []string{v20251125, v20260728} {
+		t.Run(version, func(t *testing.T) {
+			app := appWithStore(t, "memory", nil)
+			var mu sync.Mutex
+			var got []*mcp.LoggingMessageParams
+			st, ct := mcp.NewInMemoryTransports()
+			ss, err := app.Server.Connect(t.Context(), st, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { ss.Close() })
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "obs", Version: "test"}, &mcp.ClientOptions{
+				LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
+					mu.Lock()
+					got = append(got, req.Params)
+					mu.Unlock()
+				},
+			}).Connect(t.Context(), ct, &mcp.ClientSessionOptions{ProtocolVersion: version})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { cs.Close() })
+			count := func() int {
+				// A round trip after the last notification was written:
+				// anything more would have arrived by now.
+				if err := cs.Ping(t.Context(), nil); err != nil {
+					t.Fatal(err)
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				return len(got)
+			}
+
+			callPlan(t, cs, &mcp.CallToolParams{Name: "agent_orchestrate", Arguments: plan})
+			if n := count(); n != 0 {
+				t.Fatalf("%d logging notifications before the client asked for a level, want none", n)
+			}
+
+			params := &mcp.CallToolParams{Name: "agent_orchestrate", Arguments: plan}
+			if version == v20251125 {
+				if err := cs.SetLoggingLevel(t.Context(), &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				params.Meta = mcp.Meta{mcp.MetaKeyLogLevel: "info"}
+			}
+			callPlan(t, cs, params)
+			deadline := time.Now().Add(5 * time.Second)
+			for count() < 3 && time.Now().Before(deadline) {
+				time.Sleep(5 * time.Millisecond)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(got) < 3 {
+				t.Fatalf("%d logging notifications after asking for level info, want the run's lines", len(got))
+			}
+			all, _ := json.Marshal(got)
+			if strings.Contains(string(all), secret) {
+				t.Errorf("a secret reached the client's log: %s", all)
+			}
+			for _, p := range got {
+				if p.Logger != "orchestra" {
+					t.Errorf("logger %q, want orchestra", p.Logger)
+				}
+				if p.Level == "debug" {
+					t.Errorf("a debug line reached a client that asked for info: %s", p.Data)
+				}
+			}
+		})
+	}
+}

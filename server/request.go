@@ -23,7 +23,7 @@ func (a *App) orchestrateHandler() mcp.ToolHandler {
 		if p := newProgress(ctx, req); p != nil {
 			ro.Observers = append(ro.Observers, p.observe)
 		}
-		if o := clientLogObserver(ctx, req, a.secrets); o != nil {
+		if o := clientLogObserver(ctx, req, a.secrets, &a.logLevels); o != nil {
 			ro.Observers = append(ro.Observers, o)
 		}
 		e := a.Engine.With(ro)

@@ -67,6 +67,8 @@ type App struct {
 	tel     *telemetry.Telemetry
 	secrets []string // never logged to clients
 
+	logLevels logLevels // which clients receive logging notifications
+
 	downstream *mcpserver.Manager // nil without mcpServers
 }
 
@@ -143,7 +145,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}, Logging: &mcp.LoggingCapabilities{}},
 	})
 	a.addResources()
-	a.Server.AddReceivingMiddleware(a.unknownTools)
+	a.Server.AddReceivingMiddleware(a.unknownTools, a.logLevels.middleware)
 	a.sync()
 	cat.OnChange(a.sync)
 	a.startDownstream(ctx, version)

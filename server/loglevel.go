@@ -1,0 +1,60 @@
+package server
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"weak"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// logLevels knows which sessions can receive logging notifications, so that
+// the lines of a run are formatted only for a client that will get them.
+//
+// The SDK drops every notification of a session whose client never set a
+// level, but its handler reports itself enabled all the same, after which
+// each line is built, redacted and encoded for nothing. A client receives
+// lines when it set a level on its session (logging/setLevel), when its
+// request carries one in _meta (protocol 2026-07-28), or when the session
+// is one of stateless HTTP's, which the SDK gives the level info.
+type logLevels struct {
+	set       sync.Map // weak.Pointer[mcp.ServerSession] -> struct{}
+	stateless atomic.Bool
+}
+
+// middleware notes the sessions whose client set a level.
+func (l *logLevels) middleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if method == "logging/setLevel" && err == nil && req.GetSession() != nil {
+			if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
+				key := weak.Make(ss)
+				if _, loaded := l.set.LoadOrStore(key, struct{}{}); !loaded {
+					// The entry goes when the session does.
+					runtime.AddCleanup(ss, func(k weak.Pointer[mcp.ServerSession]) { l.set.Delete(k) }, key)
+				}
+			}
+		}
+		return res, err
+	}
+}
+
+// wanted reports whether the client of req may receive logging
+// notifications.
+func (l *logLevels) wanted(req *mcp.CallToolRequest) bool {
+	if req == nil || req.Session == nil {
+		return false
+	}
+	if l.stateless.Load() {
+		return true
+	}
+	if req.Params != nil {
+		if _, ok := req.Params.GetMeta()[mcp.MetaKeyLogLevel]; ok {
+			return true
+		}
+	}
+	_, ok := l.set.Load(weak.Make(req.Session))
+	return ok
+}
