@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"slices"
 )
@@ -49,18 +48,10 @@ func (s *Store) applyBatch(ctx context.Context, batch []queued) {
 		for j, i := range ready {
 			ws[j] = batch[i].w
 		}
-		err := s.inTx(ctx, func(tx *sql.Tx) error {
-			for _, w := range coalesce(ws) {
-				if err := w.apply(ctx, tx, s.stmts); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
+		err := s.commit(ctx, coalesce(ws))
 		if err != nil && len(ready) > 1 {
 			for _, i := range ready {
-				w := batch[i].w
-				errs[i] = s.inTx(ctx, func(tx *sql.Tx) error { return w.apply(ctx, tx, s.stmts) })
+				errs[i] = s.commit(ctx, []write{batch[i].w})
 			}
 		} else if err != nil {
 			errs[ready[0]] = err
@@ -125,15 +116,26 @@ func coalesce(ws []write) []write {
 	return slices.DeleteFunc(out, func(w write) bool { return w == nil })
 }
 
-// inTx runs f in a write transaction and commits it.
-func (s *Store) inTx(ctx context.Context, f func(*sql.Tx) error) error {
+// commit applies ws and commits them, in one transaction; a single write
+// is a single statement, which SQLite commits on its own, sparing the
+// round trips of BEGIN and COMMIT.
+func (s *Store) commit(ctx context.Context, ws []write) error {
+	if len(ws) == 1 {
+		if err := ws[0].apply(ctx, nil, s.stmts); err != nil {
+			return err
+		}
+		s.commits.Add(1)
+		return nil
+	}
 	tx, err := s.writer.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("beginning a write transaction: %w", err)
 	}
-	if err := f(tx); err != nil {
-		tx.Rollback()
-		return err
+	for _, w := range ws {
+		if err := w.apply(ctx, tx, s.stmts); err != nil {
+			tx.Rollback()
+			return err
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("committing execution records: %w", err)

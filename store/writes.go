@@ -134,8 +134,17 @@ type write interface {
 	// them. The writer calls it outside any transaction: a write that
 	// fails here never touches the database.
 	encode() error
-	// apply runs the write in tx, with the writer's prepared statements.
+	// apply runs the write, with the writer's prepared statements, in tx,
+	// or on its own when tx is nil.
 	apply(ctx context.Context, tx *sql.Tx, st *statements) error
+}
+
+// bind returns stmt for use in tx, or stmt itself when tx is nil.
+func bind(ctx context.Context, tx *sql.Tx, stmt *sql.Stmt) *sql.Stmt {
+	if tx == nil {
+		return stmt
+	}
+	return tx.StmtContext(ctx, stmt)
 }
 
 // statements are the hot writes, prepared once on the writer's connection
@@ -238,7 +247,7 @@ func (w *startRunWrite) apply(ctx context.Context, tx *sql.Tx, st *statements) e
 		status, finishedAt, envelope, errText = f.status, f.finishedAt, f.envelope, f.errText
 		duration = max(0, (f.finishedAt.UnixNano()-r.StartedAt.UnixNano())/int64(time.Millisecond))
 	}
-	_, err := tx.StmtContext(ctx, st.insertRun).ExecContext(ctx,
+	_, err := bind(ctx, tx, st.insertRun).ExecContext(ctx,
 		r.ExecID, r.RequestID, r.Tool, string(status), r.StartedAt.UnixNano(), nullTime(finishedAt),
 		duration, w.plan, envelope, r.StepCount, errText, w.owner)
 	if isConstraint(err, sqlite3.SQLITE_CONSTRAINT_UNIQUE) {
@@ -281,7 +290,7 @@ func (w *recordStepWrite) encode() error {
 
 func (w *recordStepWrite) apply(ctx context.Context, tx *sql.Tx, stmts *statements) error {
 	st := w.st
-	_, err := tx.StmtContext(ctx, stmts.upsertStep).ExecContext(ctx,
+	_, err := bind(ctx, tx, stmts.upsertStep).ExecContext(ctx,
 		st.ExecID, st.StepID, st.Index, st.Path, st.Tool, st.Status, nullTime(st.StartedAt),
 		st.DurationMS, st.Attempts, w.output, w.stepErr)
 	if isConstraint(err, sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY) {
@@ -330,7 +339,7 @@ func (w *finishRunWrite) encode() error {
 
 func (w *finishRunWrite) apply(ctx context.Context, tx *sql.Tx, st *statements) error {
 	at := w.finishedAt.UnixNano()
-	res, err := tx.StmtContext(ctx, st.finishRun).ExecContext(ctx,
+	res, err := bind(ctx, tx, st.finishRun).ExecContext(ctx,
 		string(w.status), w.envelope, at, w.errText, at, w.id)
 	if err != nil {
 		return fmt.Errorf("%s: %w", w, err)
