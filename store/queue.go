@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"sync"
+	"time"
 )
 
 // queueSize bounds the writes waiting for the writer, and being applied by
@@ -23,6 +24,7 @@ type queued struct {
 type queue struct {
 	slots chan struct{} // one token per write queued or being applied
 	wake  chan struct{} // tells the writer writes are pending
+	hurry chan struct{} // cuts the writer's linger short: someone waits for the writes
 
 	mu      sync.Mutex
 	pending []queued
@@ -37,6 +39,7 @@ func newQueue(size int) *queue {
 	return &queue{
 		slots: make(chan struct{}, size),
 		wake:  make(chan struct{}, 1),
+		hurry: make(chan struct{}, 1),
 		moved: make(chan struct{}),
 	}
 }
@@ -65,12 +68,74 @@ func (q *queue) push(ctx context.Context, w write, res chan error) error {
 	}
 	q.last++
 	q.pending = append(q.pending, queued{w: w, seq: q.last, res: res})
+	urgent := res != nil || len(q.pending) >= lingerMax
 	q.mu.Unlock()
 	select {
 	case q.wake <- struct{}{}:
 	default: // the writer is awake already
 	}
+	if urgent {
+		q.hasten()
+	}
 	return nil
+}
+
+// lingerMax is the number of pending writes that ends a linger.
+const lingerMax = 256
+
+// hasten ends the writer's linger, or the next one.
+func (q *queue) hasten() {
+	select {
+	case q.hurry <- struct{}{}:
+	default:
+	}
+}
+
+// await waits until writes are pending. It returns false once the queue is
+// closed and nothing is left.
+func (q *queue) await() bool {
+	for {
+		q.mu.Lock()
+		n, closed := len(q.pending), q.closed
+		q.mu.Unlock()
+		if n > 0 {
+			return true
+		}
+		if closed {
+			return false
+		}
+		<-q.wake
+	}
+}
+
+// linger waits up to d for more writes to join those pending, so that
+// they share a transaction: the writes of a run come one by one (its
+// start, each step as it starts and ends, its finish) and, taken together,
+// fold into fewer statements. It returns at once when someone waits for
+// the writes: a read, a caller of a synchronous write, Close, or a full
+// batch.
+func (q *queue) linger(d time.Duration) {
+	// A signal left from before is stale: whoever sent it is counted below
+	// if it still waits. Anyone who starts waiting later signals again.
+	select {
+	case <-q.hurry:
+	default:
+	}
+	q.mu.Lock()
+	urgent := q.waiters > 0 || q.closed || len(q.pending) >= lingerMax
+	for _, p := range q.pending {
+		urgent = urgent || p.res != nil
+	}
+	q.mu.Unlock()
+	if urgent || d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-q.hurry:
+	}
 }
 
 // take waits until writes are pending and returns them all, oldest first.
@@ -122,6 +187,7 @@ func (q *queue) wait(ctx context.Context, seq uint64) error {
 		moved := q.moved
 		q.waiters++
 		q.mu.Unlock()
+		q.hasten()
 		var err error
 		select {
 		case <-moved:
@@ -146,4 +212,5 @@ func (q *queue) close() {
 	case q.wake <- struct{}{}:
 	default:
 	}
+	q.hasten()
 }

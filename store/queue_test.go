@@ -6,6 +6,7 @@ import (
 	"errors"
 	"testing"
 	"testing/synctest"
+	"time"
 )
 
 // fakeWrite is a write for the queue alone; the queue never applies it.
@@ -139,4 +140,66 @@ func TestQueueWaitForWritesBefore(t *testing.T) {
 			t.Fatalf("cancelled wait = %v, want context.Canceled", err)
 		}
 	})
+}
+
+// TestQueueLinger checks the writer's wait for more writes: the whole delay
+// when nobody waits for the writes, none for a synchronous write, and only
+// until a reader starts waiting.
+func TestQueueLinger(t *testing.T) {
+	const d = 2 * time.Millisecond
+	synctest.Test(t, func(t *testing.T) {
+		ctx := t.Context()
+		q := newQueue(16)
+		if err := q.push(ctx, fakeWrite("a"), nil); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		q.linger(d)
+		if got := time.Since(start); got != d {
+			t.Errorf("with nobody waiting, linger took %v, want %v", got, d)
+		}
+		q.finish(mustTake(t, q))
+
+		// A synchronous write does not wait.
+		res := make(chan error, 1)
+		if err := q.push(ctx, fakeWrite("b"), res); err != nil {
+			t.Fatal(err)
+		}
+		start = time.Now()
+		q.linger(d)
+		if got := time.Since(start); got != 0 {
+			t.Errorf("with a synchronous write pending, linger took %v, want 0", got)
+		}
+		q.finish(mustTake(t, q))
+
+		// A reader that starts waiting ends the linger.
+		if err := q.push(ctx, fakeWrite("c"), nil); err != nil {
+			t.Fatal(err)
+		}
+		start = time.Now()
+		lingered := make(chan time.Duration)
+		go func() {
+			q.linger(d)
+			lingered <- time.Since(start)
+		}()
+		time.Sleep(d / 4)
+		waited := make(chan error, 1)
+		go func() { waited <- q.wait(ctx, q.queuedSoFar()) }()
+		if got := <-lingered; got != d/4 {
+			t.Errorf("linger took %v; a reader began waiting after %v and should have ended it", got, d/4)
+		}
+		q.finish(mustTake(t, q))
+		if err := <-waited; err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func mustTake(t *testing.T, q *queue) []queued {
+	t.Helper()
+	batch, ok := q.take()
+	if !ok || len(batch) == 0 {
+		t.Fatal("nothing to take")
+	}
+	return batch
 }

@@ -136,7 +136,16 @@ type Options struct {
 	Logger *slog.Logger
 	// Now returns the current time; nil means time.Now. Tests inject it.
 	Now func() time.Time
+	// CommitDelay is how long queued writes may wait for more to join them
+	// in one transaction: 0 means DefaultCommitDelay, a negative value no
+	// wait. A read, a synchronous write or Close never waits for it; a
+	// process killed within it loses those writes.
+	CommitDelay time.Duration
 }
+
+// DefaultCommitDelay lets the writes of a short run (its start, its steps
+// as they start and end, its finish) share one transaction.
+const DefaultCommitDelay = 2 * time.Millisecond
 
 // Stats describes a store.
 type Stats struct {
@@ -183,6 +192,7 @@ type Store struct {
 	pruneInterval time.Duration // or this much time, whichever comes first
 
 	q          *queue
+	linger     time.Duration // Options.CommitDelay
 	stmts      *statements   // the hot writes, used by the writer goroutine only
 	writerDone chan struct{} // closed when the writer goroutine has ended; nil before it starts
 	writes     atomic.Int64  // writes applied, for Stats
@@ -233,6 +243,10 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		pruneEvery:    64,
 		pruneInterval: time.Minute,
 		q:             newQueue(queueSize),
+		linger:        opts.CommitDelay,
+	}
+	if s.linger == 0 {
+		s.linger = DefaultCommitDelay
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -7,9 +7,11 @@ import (
 )
 
 // The writer is the one goroutine that applies the queued writes: group
-// commit. It takes every write pending and applies them in one transaction,
-// so that under load many runs share one commit, and with one client the
-// commit happens on another core than the run's.
+// commit. It lets writes gather for up to Options.CommitDelay (default
+// DefaultCommitDelay), unless someone waits for them, then takes every
+// write pending and applies them in one transaction, so that many runs, or
+// all the writes of one, share one commit, and the commit happens on
+// another core than the run's.
 
 // startWriter starts the writer goroutine; Close stops it.
 func (s *Store) startWriter() {
@@ -21,6 +23,10 @@ func (s *Store) startWriter() {
 		// waits for other processes.
 		ctx := context.Background()
 		for {
+			if !s.q.await() {
+				return
+			}
+			s.q.linger(s.linger)
 			batch, ok := s.q.take()
 			if !ok {
 				return
