@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/orchestra-mcp/orchestra/internal/boundedmap"
 )
 
 type resolvedKey struct{ root, s *jsonschema.Schema }
@@ -14,7 +15,7 @@ type resolvedEntry struct {
 	err error
 }
 
-var resolvedCache cache[resolvedKey, resolvedEntry]
+var resolvedCache boundedmap.Map[resolvedKey, resolvedEntry]
 
 // Resolve resolves s for validation, caching the result. Schemas must not be
 // changed after they are resolved.
@@ -23,11 +24,11 @@ func Resolve(s *jsonschema.Schema) (*jsonschema.Resolved, error) {
 }
 
 func resolve(k resolvedKey, build func() *jsonschema.Schema) (*jsonschema.Resolved, error) {
-	if e, ok := resolvedCache.get(k); ok {
+	if e, ok := resolvedCache.Get(k); ok {
 		return e.rs, e.err
 	}
 	rs, err := build().Resolve(nil)
-	e := resolvedCache.put(k, resolvedEntry{rs, err})
+	e := resolvedCache.Put(k, resolvedEntry{rs, err})
 	return e.rs, e.err
 }
 

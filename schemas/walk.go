@@ -7,9 +7,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/orchestra-mcp/orchestra/internal/boundedmap"
 )
 
 // Seg is one step of a path: a key or an index.
@@ -40,10 +40,10 @@ func At(root *jsonschema.Schema) Node {
 	if root == nil {
 		return Node{Open: true}
 	}
-	if n, ok := atCache.get(root); ok {
+	if n, ok := atCache.Get(root); ok {
 		return n
 	}
-	return atCache.put(root, Node{cands: []located{{root, root}}})
+	return atCache.Put(root, Node{cands: []located{{root, root}}})
 }
 
 // Walking the same schema along the same segment always arrives at the same
@@ -51,11 +51,11 @@ func At(root *jsonschema.Schema) Node {
 // of single schemas are kept: validating a plan then allocates little for
 // the schemas it has walked before. The caches grow with the schemas and
 // paths in use, which a catalog bounds; as schemas are replaced (a
-// downstream server restarts), a cache past maxCached entries starts over.
+// downstream server restarts), a cache past boundedmap.DefaultMax entries starts over.
 var (
-	atCache    cache[*jsonschema.Schema, Node]
-	stepCache  cache[stepKey, stepResult]
-	propsCache cache[stepKey, propsResult]
+	atCache    boundedmap.Map[*jsonschema.Schema, Node]
+	stepCache  boundedmap.Map[stepKey, stepResult]
+	propsCache boundedmap.Map[stepKey, propsResult]
 )
 
 type stepKey struct {
@@ -195,10 +195,10 @@ func (n Node) step(seg Seg) (Node, *WalkError) {
 		return n.walkStep(seg)
 	}
 	k := stepKey{n.cands[0].s, n.cands[0].root, seg}
-	r, ok := stepCache.get(k)
+	r, ok := stepCache.Get(k)
 	if !ok {
 		next, err := n.walkStep(seg)
-		r = stepCache.put(k, stepResult{next, err})
+		r = stepCache.Put(k, stepResult{next, err})
 	}
 	if r.err != nil {
 		e := *r.err // callers annotate their copy
@@ -573,22 +573,22 @@ func derefGeneric(root *jsonschema.Schema, segs []string) *jsonschema.Schema {
 	return &out
 }
 
-var patterns sync.Map // string -> *regexp.Regexp or error
+type compiled struct {
+	re  *regexp.Regexp
+	err error
+}
+
+// patterns keeps the compiled patternProperties keys, bounded like the
+// other caches: patterns come from the schemas of downstream servers.
+var patterns boundedmap.Map[string, compiled]
 
 func compilePattern(p string) (*regexp.Regexp, error) {
-	if v, ok := patterns.Load(p); ok {
-		if re, ok := v.(*regexp.Regexp); ok {
-			return re, nil
-		}
-		return nil, v.(error)
+	c, ok := patterns.Get(p)
+	if !ok {
+		re, err := regexp.Compile(p)
+		c = patterns.Put(p, compiled{re, err})
 	}
-	re, err := regexp.Compile(p)
-	if err != nil {
-		patterns.Store(p, err)
-		return nil, err
-	}
-	patterns.Store(p, re)
-	return re, nil
+	return c.re, c.err
 }
 
 // Required returns the property names the object schemas at n require,
@@ -629,10 +629,10 @@ func (n Node) Properties() (names []string, closed bool) {
 		return n.properties()
 	}
 	k := stepKey{s: n.cands[0].s, root: n.cands[0].root}
-	r, ok := propsCache.get(k)
+	r, ok := propsCache.Get(k)
 	if !ok {
 		names, closed := n.properties()
-		r = propsCache.put(k, propsResult{names, closed})
+		r = propsCache.Put(k, propsResult{names, closed})
 	}
 	return r.names, r.closed
 }

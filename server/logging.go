@@ -9,13 +9,13 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"unicode"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/orchestra-mcp/orchestra/config"
 	"github.com/orchestra-mcp/orchestra/fsm"
+	"github.com/orchestra-mcp/orchestra/internal/boundedmap"
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 )
 
@@ -193,27 +193,14 @@ func mayHoldCredential(s string) bool {
 
 // secretKeys remembers which attribute keys secretKey matches: a log line
 // has a handful of keys, the same on every line.
-var secretKeys struct {
-	sync.RWMutex
-	m map[string]bool
-}
+var secretKeys = boundedmap.Map[string, bool]{Max: 4096}
 
 // isSecretKey reports whether secretKey matches k.
 func isSecretKey(k string) bool {
-	secretKeys.RLock()
-	secret, ok := secretKeys.m[k]
-	secretKeys.RUnlock()
-	if ok {
+	if secret, ok := secretKeys.Get(k); ok {
 		return secret
 	}
-	secret = secretKey.MatchString(k)
-	secretKeys.Lock()
-	if secretKeys.m == nil || len(secretKeys.m) >= 4096 {
-		secretKeys.m = map[string]bool{} // keys are few; a flood of new ones starts over
-	}
-	secretKeys.m[k] = secret
-	secretKeys.Unlock()
-	return secret
+	return secretKeys.Put(k, secretKey.MatchString(k))
 }
 
 // runLine is one log line about a run or a step.
