@@ -208,9 +208,10 @@ func (e *Envelope) Summary() string {
 //
 // The JSON is compact: the text is read by models, for whom indentation is
 // tokens that say nothing, and it keeps the response small.
-func (e *Envelope) Text() string {
-	return e.Summary() + "\n\n" + string(e.JSON())
-}
+func (e *Envelope) Text() string { return e.text(e.JSON()) }
+
+// text is the text content around data, the envelope's JSON.
+func (e *Envelope) text(data []byte) string { return e.Summary() + "\n\n" + string(data) }
 
 // JSON returns the envelope encoded as JSON. An envelope that does not
 // encode (a tool's output no JSON can hold) becomes an object saying why.

@@ -199,7 +199,7 @@ func (e *Engine) Reject(ctx context.Context, issues []*Issue) *Envelope {
 func Result(env *Envelope) *mcp.CallToolResult {
 	data := env.JSON()
 	return &mcp.CallToolResult{
-		Content:           []mcp.Content{&mcp.TextContent{Text: env.Summary() + "\n\n" + string(data)}},
+		Content:           []mcp.Content{&mcp.TextContent{Text: env.text(data)}},
 		StructuredContent: json.RawMessage(data),
 		IsError:           !env.Artifact.Success,
 	}
