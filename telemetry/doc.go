@@ -9,11 +9,14 @@
 // _meta), and a step's tool is called with the step span's traceparent, so a
 // downstream server's spans join the same trace.
 //
-// Exporters are chosen by the standard OTEL_* environment variables, through
-// go.opentelemetry.io/contrib/exporters/autoexport: OTEL_TRACES_EXPORTER and
-// OTEL_METRICS_EXPORTER (otlp, console, none), OTEL_EXPORTER_OTLP_ENDPOINT and
-// the rest. Unlike autoexport's own default, nothing is exported while they
-// are unset. Options.Prometheus adds a Prometheus reader whose metrics
+// Exporters are chosen by the standard OTEL_* environment variables:
+// OTEL_TRACES_EXPORTER (otlp, console, none) and OTEL_METRICS_EXPORTER
+// (otlp, console, prometheus, none); OTLP goes over HTTP with protobuf
+// (OTEL_EXPORTER_OTLP_PROTOCOL=grpc is refused with an error that says so),
+// configured by OTEL_EXPORTER_OTLP_ENDPOINT and the rest; console writes to
+// stderr; prometheus serves /metrics on OTEL_EXPORTER_PROMETHEUS_HOST and
+// OTEL_EXPORTER_PROMETHEUS_PORT. Nothing is exported while the variables are
+// unset. Options.Prometheus adds a Prometheus reader whose metrics
 // [Telemetry.MetricsHandler] serves.
 //
 //	tel, err := telemetry.New(ctx, telemetry.Options{Prometheus: true})

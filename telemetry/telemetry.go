@@ -10,11 +10,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"go.opentelemetry.io/contrib/exporters/autoexport"
 	"go.opentelemetry.io/otel/attribute"
-	promexporter "go.opentelemetry.io/otel/exporters/prometheus"
 	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/propagation"
@@ -109,8 +105,8 @@ func New(ctx context.Context, opts Options) (*Telemetry, error) {
 	tp := opts.TracerProvider
 	if tp == nil {
 		tp = tracenoop.NewTracerProvider()
-		if name := os.Getenv("OTEL_TRACES_EXPORTER"); !disabled && name != "" && name != "none" {
-			exp, err := autoexport.NewSpanExporter(ctx)
+		if name := exporterName(os.Getenv, "OTEL_TRACES_EXPORTER"); !disabled && name != "" {
+			exp, err := newSpanExporter(ctx, name, os.Getenv)
 			if err != nil {
 				return nil, fmt.Errorf("setting up the %s trace exporter (OTEL_TRACES_EXPORTER): %w", name, err)
 			}
@@ -129,21 +125,20 @@ func New(ctx context.Context, opts Options) (*Telemetry, error) {
 	mp := opts.MeterProvider
 	if mp == nil {
 		var readers []sdkmetric.Reader
-		if name := os.Getenv("OTEL_METRICS_EXPORTER"); !disabled && name != "" && name != "none" {
-			r, err := autoexport.NewMetricReader(ctx)
+		if name := exporterName(os.Getenv, "OTEL_METRICS_EXPORTER"); !disabled && name != "" {
+			r, err := newMetricReader(ctx, name, os.Getenv, t.log)
 			if err != nil {
 				return nil, errors.Join(fmt.Errorf("setting up the %s metric exporter (OTEL_METRICS_EXPORTER): %w", name, err), t.Shutdown(ctx))
 			}
 			readers = append(readers, r)
 		}
 		if opts.Prometheus {
-			reg := prometheus.NewRegistry()
-			exp, err := promexporter.New(promexporter.WithRegisterer(reg))
+			exp, handler, err := newPrometheusReader()
 			if err != nil {
 				return nil, errors.Join(fmt.Errorf("setting up the Prometheus exporter: %w", err), t.Shutdown(ctx))
 			}
 			readers = append(readers, exp)
-			t.prom = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+			t.prom = handler
 		}
 		if len(readers) == 0 {
 			mp = metricnoop.NewMeterProvider()
