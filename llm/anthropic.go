@@ -1,3 +1,5 @@
+//go:build !no_anthropic
+
 package llm
 
 import (

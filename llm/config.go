@@ -193,3 +193,10 @@ func (cfg Config) credentials(provider, defaultEnv string, opts Options, modelEx
 
 // Duration is a duration written as "30s" or as a number of milliseconds.
 type Duration = duration.Duration
+
+// builtWithout is the error of a provider left out of this binary by a
+// build tag.
+func builtWithout(provider, tag string) error {
+	return &Error{Provider: provider, Op: "configuring", Kind: ErrBadRequest,
+		Err: fmt.Errorf("this orchestra was built without the %s provider (build tag %s): use a release binary, or build without -tags %s", provider, tag, tag)}
+}

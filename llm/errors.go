@@ -189,3 +189,25 @@ func isConnRefused(err error) bool {
 	var op *net.OpError
 	return errors.As(err, &op)
 }
+
+// authHint says what to check when a provider refused the key.
+func authHint(env string, hasKey bool) string {
+	if hasKey {
+		return fmt.Sprintf("check the API key in the environment variable %s", env)
+	}
+	return fmt.Sprintf("the environment variable %s holds no API key", env)
+}
+
+// withOp fills in the provider and operation of an *Error made before them.
+func withOp(err error, provider, op string) error {
+	var e *Error
+	if errors.As(err, &e) {
+		if e.Provider == "" {
+			e.Provider = provider
+		}
+		if e.Op == "" {
+			e.Op = op
+		}
+	}
+	return err
+}

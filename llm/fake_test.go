@@ -3,11 +3,16 @@ package llm_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/orchestra-mcp/orchestra/llm"
 )
 
 // fakeAPI is a local HTTP server speaking a provider's wire format. Each
@@ -111,4 +116,51 @@ func ptr[T any](v T) *T { return &v }
 
 func contextWithCancel(t *testing.T) (context.Context, context.CancelFunc) {
 	return context.WithCancel(t.Context())
+}
+
+var planningTool = llm.ToolDef{
+	Name:        "__planning__",
+	Description: "Write the plan.",
+	Strict:      true,
+	Parameters: map[string]any{
+		"type":                 "object",
+		"properties":           map[string]any{"type": map[string]any{"type": "string"}, "content": map[string]any{"type": "string"}},
+		"required":             []any{"type", "content"},
+		"additionalProperties": false,
+	},
+}
+
+func checkError(t *testing.T, err error, kind error, status int, retryAfter time.Duration, contains ...string) {
+	t.Helper()
+	if !errors.Is(err, kind) {
+		t.Fatalf("error = %v, want %v", err, kind)
+	}
+	var e *llm.Error
+	if !errors.As(err, &e) {
+		t.Fatalf("error %T is not *llm.Error", err)
+	}
+	if e.StatusCode != status {
+		t.Errorf("status = %d, want %d", e.StatusCode, status)
+	}
+	if e.RetryAfter != retryAfter {
+		t.Errorf("RetryAfter = %v, want %v", e.RetryAfter, retryAfter)
+	}
+	for _, s := range contains {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("error %q does not contain %q", err, s)
+		}
+	}
+}
+
+func jsonValue(t *testing.T, v any) any {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out any
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

@@ -49,3 +49,24 @@ func fenced(s string) (string, bool) {
 	}
 	return strings.TrimSpace(rest[:end]), true
 }
+
+// rawArguments returns s as JSON arguments: "{}" when empty, and s encoded
+// as a JSON string when it is not valid JSON, so that the caller can report
+// exactly what the model wrote.
+func rawArguments(s string) json.RawMessage {
+	if s == "" {
+		return json.RawMessage("{}")
+	}
+	if json.Valid([]byte(s)) {
+		return json.RawMessage(s)
+	}
+	b, _ := json.Marshal(s)
+	return b
+}
+
+func argsOrEmpty(a json.RawMessage) json.RawMessage {
+	if len(a) == 0 {
+		return json.RawMessage("{}")
+	}
+	return a
+}

@@ -1,8 +1,9 @@
+//go:build !no_openai
+
 package llm
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -215,46 +216,4 @@ func (m *openAIModel) wrap(parent context.Context, op string, err error) error {
 		e.Hint = authHint(m.keyEnv, m.hasKey)
 	}
 	return e
-}
-
-func authHint(env string, hasKey bool) string {
-	if hasKey {
-		return fmt.Sprintf("check the API key in the environment variable %s", env)
-	}
-	return fmt.Sprintf("the environment variable %s holds no API key", env)
-}
-
-// rawArguments returns s as JSON arguments: "{}" when empty, and s encoded
-// as a JSON string when it is not valid JSON, so that the caller can report
-// exactly what the model wrote.
-func rawArguments(s string) json.RawMessage {
-	if s == "" {
-		return json.RawMessage("{}")
-	}
-	if json.Valid([]byte(s)) {
-		return json.RawMessage(s)
-	}
-	b, _ := json.Marshal(s)
-	return b
-}
-
-func argsOrEmpty(a json.RawMessage) json.RawMessage {
-	if len(a) == 0 {
-		return json.RawMessage("{}")
-	}
-	return a
-}
-
-// withOp fills in the provider and operation of an *Error made before them.
-func withOp(err error, provider, op string) error {
-	var e *Error
-	if errors.As(err, &e) {
-		if e.Provider == "" {
-			e.Provider = provider
-		}
-		if e.Op == "" {
-			e.Op = op
-		}
-	}
-	return err
 }

@@ -1,10 +1,11 @@
+//go:build !no_openai
+
 package llm_test
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -37,18 +38,6 @@ func newOpenAI(t *testing.T, f *fakeAPI, cfg llm.Config, getenv func(string) str
 		t.Fatal(err)
 	}
 	return m
-}
-
-var planningTool = llm.ToolDef{
-	Name:        "__planning__",
-	Description: "Write the plan.",
-	Strict:      true,
-	Parameters: map[string]any{
-		"type":                 "object",
-		"properties":           map[string]any{"type": map[string]any{"type": "string"}, "content": map[string]any{"type": "string"}},
-		"required":             []any{"type", "content"},
-		"additionalProperties": false,
-	},
 }
 
 func TestOpenAIPlainAnswer(t *testing.T) {
@@ -244,28 +233,6 @@ func TestOpenAIErrors(t *testing.T) {
 	}
 }
 
-func checkError(t *testing.T, err error, kind error, status int, retryAfter time.Duration, contains ...string) {
-	t.Helper()
-	if !errors.Is(err, kind) {
-		t.Fatalf("error = %v, want %v", err, kind)
-	}
-	var e *llm.Error
-	if !errors.As(err, &e) {
-		t.Fatalf("error %T is not *llm.Error", err)
-	}
-	if e.StatusCode != status {
-		t.Errorf("status = %d, want %d", e.StatusCode, status)
-	}
-	if e.RetryAfter != retryAfter {
-		t.Errorf("RetryAfter = %v, want %v", e.RetryAfter, retryAfter)
-	}
-	for _, s := range contains {
-		if !strings.Contains(err.Error(), s) {
-			t.Errorf("error %q does not contain %q", err, s)
-		}
-	}
-}
-
 func TestOpenAIRetriesRateLimit(t *testing.T) {
 	f := newFakeAPI(t,
 		jsonReply(429, `{"error":{"message":"slow down","type":"requests"}}`, "Retry-After", "0.01"),
@@ -363,18 +330,3 @@ func TestRequestValidation(t *testing.T) {
 		t.Errorf("error = %v", err)
 	}
 }
-
-func jsonValue(t *testing.T, v any) any {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out any
-	if err := json.Unmarshal(b, &out); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-var _ = http.StatusOK
