@@ -11,13 +11,13 @@ import (
 	"maps"
 	"net"
 	"os"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/orchestra-mcp/orchestra/config"
 	"github.com/orchestra-mcp/orchestra/internal/suggest"
+	"github.com/orchestra-mcp/orchestra/internal/version"
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 	"github.com/orchestra-mcp/orchestra/registry/mcpserver"
 	"github.com/orchestra-mcp/orchestra/server"
@@ -225,7 +225,7 @@ func newApp(ctx context.Context, env *cliEnv, cfg *config.Config, logger *slog.L
 
 // newAppWith is newApp with more options; the logger and version are set.
 func newAppWith(ctx context.Context, env *cliEnv, cfg *config.Config, logger *slog.Logger, opts server.Options) (*server.App, bool) {
-	opts.Logger, opts.Version = logger, version()
+	opts.Logger, opts.Version = logger, version.String()
 	app, err := server.New(ctx, cfg, opts)
 	if err != nil {
 		env.errorf("%v", err)
@@ -556,14 +556,6 @@ func cmdVersion(ctx context.Context, env *cliEnv, args []string) int {
 	if fs.NArg() > 0 {
 		return env.usageError("version", fmt.Sprintf("unexpected argument %q", fs.Arg(0)), "version takes no arguments")
 	}
-	fmt.Fprintf(env.stdout, "orchestra %s\n", version())
+	fmt.Fprintf(env.stdout, "orchestra %s\n", version.String())
 	return exitOK
-}
-
-// version is the module version the binary was built from, or "dev".
-func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "dev"
 }

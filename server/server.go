@@ -18,6 +18,7 @@ import (
 
 	"github.com/orchestra-mcp/orchestra/config"
 	"github.com/orchestra-mcp/orchestra/internal/suggest"
+	"github.com/orchestra-mcp/orchestra/internal/version"
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 	"github.com/orchestra-mcp/orchestra/registry"
 	"github.com/orchestra-mcp/orchestra/registry/builtin"
@@ -30,7 +31,8 @@ import (
 type Options struct {
 	// Logger receives the server's logs; nil discards them.
 	Logger *slog.Logger
-	// Version is reported to clients.
+	// Version is reported to clients; empty means the binary's own
+	// (internal/version).
 	Version string
 	// Tools are added to the catalog next to the built-in tools (tests use
 	// this for fake tools).
@@ -80,6 +82,9 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Version == "" {
+		opts.Version = version.String()
 	}
 	cat := registry.NewCatalog()
 	builtins := builtin.Tools(cfg.Builtins)
@@ -135,11 +140,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	if a.planner, err = newPlanner(cfg, cat, a.Engine, forbidden, log); err != nil {
 		return nil, err
 	}
-	version := opts.Version
-	if version == "" {
-		version = "dev"
-	}
-	a.Server = mcp.NewServer(&mcp.Implementation{Name: "orchestra", Title: "orchestra", Version: version}, &mcp.ServerOptions{
+	a.Server = mcp.NewServer(&mcp.Implementation{Name: "orchestra", Title: "orchestra", Version: opts.Version}, &mcp.ServerOptions{
 		Instructions: "orchestra runs whole multi-step tool plans in one call: use agent_orchestrate instead of calling tools one at a time.",
 		Logger:       log,
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}, Logging: &mcp.LoggingCapabilities{}},
@@ -148,7 +149,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	a.Server.AddReceivingMiddleware(a.unknownTools, a.logLevels.middleware)
 	a.sync()
 	cat.OnChange(a.sync)
-	a.startDownstream(ctx, version)
+	a.startDownstream(ctx, opts.Version)
 	built = true
 	return a, nil
 }
