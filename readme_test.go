@@ -5,6 +5,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"regexp"
 	"strings"
@@ -58,6 +59,7 @@ func generated(t *testing.T) map[string]string {
 	lim := orchestrate.DefaultLimits()
 	sections["limits"] = fmt.Sprintf("max_depth %d · max_steps %d · max_parallel %d · max_nesting %d · step timeout %s · plan timeout %s · step output %d KiB · response %d KiB in the envelope\n",
 		lim.MaxDepth, lim.MaxSteps, lim.MaxParallel, lim.MaxNesting, lim.StepTimeout, lim.PlanTimeout, lim.MaxStepOutputBytes>>10, lim.MaxResponseBytes>>10)
+	maps.Copy(sections, installSections(t))
 	return sections
 }
 
