@@ -45,6 +45,19 @@ type manifest struct {
 	} `json:"user_config"`
 }
 
+func readManifest(t *testing.T) ([]byte, manifest) {
+	t.Helper()
+	data, err := os.ReadFile("manifest.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m manifest
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatalf("manifest.json: %v", err)
+	}
+	return data, m
+}
+
 // serverTools lists the tools a server with the default configuration
 // gives a client: the manifest's static tools.
 func serverTools(t *testing.T) []manifestTool {
@@ -82,14 +95,7 @@ var toolsRE = regexp.MustCompile(`(?s)"tools": \[(?:\]|\n.*?\n  \])`)
 // the server lists with the default configuration. Rewrite them with
 // go test ./packaging/mcpb -update.
 func TestManifestTools(t *testing.T) {
-	data, err := os.ReadFile("manifest.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m manifest
-	if err := json.Unmarshal(data, &m); err != nil {
-		t.Fatal(err)
-	}
+	data, m := readManifest(t)
 	want := serverTools(t)
 	if *update {
 		b, err := json.MarshalIndent(want, "  ", "  ")
@@ -113,14 +119,7 @@ func TestManifestTools(t *testing.T) {
 // TestManifestServer: the manifest starts the stdio server, hands it the
 // configuration file and the planner key, and keeps the key secret.
 func TestManifestServer(t *testing.T) {
-	data, err := os.ReadFile("manifest.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m manifest
-	if err := json.Unmarshal(data, &m); err != nil {
-		t.Fatal(err)
-	}
+	_, m := readManifest(t)
 	cfg := m.Server.MCPConfig
 	if m.Server.Type != "binary" || cfg.Command != "${__dirname}/"+m.Server.EntryPoint {
 		t.Errorf("server: type %q, command %q, entry point %q: want the bundled binary", m.Server.Type, cfg.Command, m.Server.EntryPoint)
