@@ -8,7 +8,7 @@ import (
 )
 
 // TestNothingExportedByDefault: with no OTEL_* variable set, spans are not
-// recorded (autoexport's own default of otlp does not apply), yet a
+// recorded (the OpenTelemetry default of otlp does not apply), yet a
 // caller's trace context still reaches a step's tool unchanged.
 func TestNothingExportedByDefault(t *testing.T) {
 	for _, k := range []string{"OTEL_TRACES_EXPORTER", "OTEL_METRICS_EXPORTER", "OTEL_SDK_DISABLED"} {
