@@ -11,6 +11,9 @@
 //     ([NewSampling]) or, inside a tool handler on protocol 2026-07-28,
 //     through multi round-trip input requests ([InputSampling]).
 //
+// The build tags no_openai and no_anthropic leave a provider's SDK out of
+// the binary; its constructor then returns an error naming the tag.
+//
 // [New] builds the one a [Config] (the configuration file's planner block)
 // names. Every error is an [*Error] that says what was being done and
 // matches one of the sentinel errors ([ErrRateLimited], [ErrTimeout],
