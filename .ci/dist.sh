@@ -134,7 +134,9 @@ container() {
   code=$(curl -s -o /dev/null -w '%{http_code}' -H 'Content-Type: application/json' \
     -H 'Accept: application/json, text/event-stream' -d "$init" "http://127.0.0.1:$port/mcp")
   [ "$code" = 401 ] || fail "initialize without a token: HTTP $code, want 401"
-  echo "serve --http 0.0.0.0:$port: 200 with the token, 401 without"
+  # The records went to SQLite on the volume: modernc.org/sqlite needs no cgo.
+  [ -s "$root/data/orchestra.db" ] || fail "the server wrote no /data/orchestra.db"
+  echo "serve --http 0.0.0.0:$port: 200 with the token, 401 without; records in /data/orchestra.db"
 }
 
 provider_tags() {
