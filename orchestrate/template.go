@@ -3,6 +3,7 @@ package orchestrate
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -64,7 +65,11 @@ func (r *Ref) StepIndex() (int, bool) {
 		return 0, false
 	}
 	n, err := strconv.Atoi(r.Step)
-	return n, err == nil
+	if err != nil {
+		// Too large for an int: an index past the end of any plan.
+		return math.MaxInt, true
+	}
+	return n, true
 }
 
 // Canonical renders r in its whole-value form, without interpolation braces.
@@ -303,9 +308,12 @@ func parsePath(path []Seg, s string, i int) ([]Seg, int, error) {
 			if end < 0 {
 				return nil, i, fmt.Errorf("expected \"]\" to close an index")
 			}
-			n, err := strconv.Atoi(s[i+1 : i+end])
-			if err != nil || n < 0 || !isIndex(s[i+1:i+end]) {
+			if !isIndex(s[i+1 : i+end]) {
 				return nil, i, fmt.Errorf("index %q is not a non-negative integer", s[i+1:i+end])
+			}
+			n, err := strconv.Atoi(s[i+1 : i+end])
+			if err != nil {
+				n = math.MaxInt // past the end of any array
 			}
 			path = append(path, Seg{Index: n, IsIndex: true})
 			i += end + 1
@@ -346,8 +354,11 @@ func isIdent(s string) bool {
 	return true
 }
 
+// isIndex reports whether s is a step or array index: digits without a
+// leading zero. Any length counts: "$999999999999999999999.output" is an
+// index past the end of the plan (unknown_ref), never plain text.
 func isIndex(s string) bool {
-	if s == "" || len(s) > 9 || (len(s) > 1 && s[0] == '0') {
+	if s == "" || (len(s) > 1 && s[0] == '0') {
 		return false
 	}
 	for i := 0; i < len(s); i++ {

@@ -408,7 +408,7 @@ func (v *validator) target(s *Step, r *Ref) (*Step, string, string) {
 	var t *Step
 	if idx, ok := r.StepIndex(); ok {
 		if idx >= len(v.plan.Steps) {
-			return nil, CodeUnknownRef, fmt.Sprintf("%s refers to step %d, but the plan has %d steps (indexes start at 0)", r.Text, idx, len(v.plan.Steps))
+			return nil, CodeUnknownRef, fmt.Sprintf("%s refers to step %s, but the plan has %d steps (indexes start at 0)", r.Text, r.Step, len(v.plan.Steps))
 		}
 		t = v.plan.Steps[idx]
 	} else {
