@@ -203,16 +203,6 @@ func (e *Envelope) Summary() string {
 	return b.String()
 }
 
-// Text returns the text content of the response: the summary, then the
-// envelope as JSON.
-//
-// The JSON is compact: the text is read by models, for whom indentation is
-// tokens that say nothing, and it keeps the response small.
-func (e *Envelope) Text() string { return e.text(e.JSON()) }
-
-// text is the text content around data, the envelope's JSON.
-func (e *Envelope) text(data []byte) string { return e.Summary() + "\n\n" + string(data) }
-
 // JSON returns the envelope encoded as JSON. An envelope that does not
 // encode (a tool's output no JSON can hold) becomes an object saying why.
 func (e *Envelope) JSON() []byte {

@@ -191,15 +191,17 @@ func (e *Engine) Reject(ctx context.Context, issues []*Issue) *Envelope {
 }
 
 // Result turns an envelope into the tool's result: the envelope as
-// structured content, the summary and the JSON as text, and isError when
-// the plan did not succeed.
+// structured content, and isError when the plan did not succeed. The text
+// content is two blocks: the summary line for people and models, then
+// exactly the JSON of the structured content, so that a client that parses
+// a text block (or predates structured content) finds one that is pure JSON.
 //
 // The envelope is encoded once, for both: the structured content is that
 // JSON as it is.
 func Result(env *Envelope) *mcp.CallToolResult {
 	data := env.JSON()
 	return &mcp.CallToolResult{
-		Content:           []mcp.Content{&mcp.TextContent{Text: env.text(data)}},
+		Content:           []mcp.Content{&mcp.TextContent{Text: env.Summary()}, &mcp.TextContent{Text: string(data)}},
 		StructuredContent: json.RawMessage(data),
 		IsError:           !env.Artifact.Success,
 	}
