@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
 	"strings"
 
 	"github.com/google/uuid"
@@ -138,12 +137,9 @@ func (e *Engine) Handler(opts HandlerOptions) mcp.ToolHandler {
 // requestContext puts the depth, trace and ids of an incoming request into ctx.
 func (e *Engine) requestContext(ctx context.Context, req *mcp.CallToolRequest) context.Context {
 	meta := req.Params.GetMeta()
-	if d, ok := metaInt(meta[toolcontext.MetaDepth]); ok && d > toolcontext.Depth(ctx) {
-		ctx = toolcontext.WithDepth(ctx, d)
-	}
+	ctx = toolcontext.FromMeta(ctx, meta)
 	ids, _ := toolcontext.IDsFrom(ctx)
 	if tp, ok := meta[toolcontext.MetaTraceparent].(string); ok && tp != "" {
-		ctx = toolcontext.WithTraceparent(ctx, tp)
 		if parts := strings.Split(tp, "-"); len(parts) == 4 && ids.TraceID == "" {
 			ids.TraceID = parts[1]
 		}
@@ -155,25 +151,6 @@ func (e *Engine) requestContext(ctx context.Context, req *mcp.CallToolRequest) c
 		ids.ContextID = req.Session.ID()
 	}
 	return toolcontext.WithIDs(ctx, ids)
-}
-
-func metaInt(v any) (int, bool) {
-	switch v := v.(type) {
-	case float64:
-		if v >= 0 && v <= math.MaxInt32 && v == math.Trunc(v) {
-			return int(v), true
-		}
-	case json.Number:
-		n, err := v.Int64()
-		if err == nil && n >= 0 && n <= math.MaxInt32 {
-			return int(n), true
-		}
-	case int:
-		return v, v >= 0
-	case int64:
-		return int(v), v >= 0
-	}
-	return 0, false
 }
 
 // Reject returns the envelope of a request that cannot run: it carries

@@ -1,6 +1,10 @@
 package toolcontext
 
-import "context"
+import (
+	"context"
+	"encoding/json"
+	"math"
+)
 
 type (
 	depthKey           struct{}
@@ -75,3 +79,35 @@ const (
 	// MetaTraceparent holds a W3C traceparent header value.
 	MetaTraceparent = "traceparent"
 )
+
+// FromMeta returns ctx with the depth and traceparent that an incoming
+// request's _meta carries (MetaDepth, MetaTraceparent). A depth lower than
+// the one ctx already has is ignored: a caller can never reset it.
+func FromMeta(ctx context.Context, meta map[string]any) context.Context {
+	if d, ok := metaInt(meta[MetaDepth]); ok && d > Depth(ctx) {
+		ctx = WithDepth(ctx, d)
+	}
+	if tp, ok := meta[MetaTraceparent].(string); ok && tp != "" {
+		ctx = WithTraceparent(ctx, tp)
+	}
+	return ctx
+}
+
+func metaInt(v any) (int, bool) {
+	switch v := v.(type) {
+	case float64:
+		if v >= 0 && v <= math.MaxInt32 && v == math.Trunc(v) {
+			return int(v), true
+		}
+	case json.Number:
+		n, err := v.Int64()
+		if err == nil && n >= 0 && n <= math.MaxInt32 {
+			return int(n), true
+		}
+	case int:
+		return v, v >= 0
+	case int64:
+		return int(v), v >= 0
+	}
+	return 0, false
+}
