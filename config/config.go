@@ -76,6 +76,21 @@ type Server struct {
 	ShutdownGrace time.Duration `yaml:"shutdown_grace" json:"shutdown_grace"`
 	// SessionTimeout closes idle HTTP sessions. Default 30m; 0 keeps them.
 	SessionTimeout *time.Duration `yaml:"session_timeout" json:"session_timeout"`
+	// MaxSessions caps the open HTTP sessions; an initialize beyond it is
+	// refused with a JSON-RPC error until idle sessions expire. Default 4096.
+	MaxSessions int `yaml:"max_sessions" json:"max_sessions"`
+	// HeaderTimeout bounds how long a client may take to send a request's
+	// headers. Default 10s.
+	HeaderTimeout time.Duration `yaml:"header_timeout" json:"header_timeout"`
+	// BodyTimeout bounds how long a client may take to send a request's
+	// body once its headers are in. Default 30s.
+	BodyTimeout time.Duration `yaml:"body_timeout" json:"body_timeout"`
+	// MaxConnections caps the open HTTP connections; one beyond it is
+	// closed at once. Default 2048.
+	MaxConnections int `yaml:"max_connections" json:"max_connections"`
+	// MaxConnectionsPerClient caps the open connections of one remote
+	// address, so that one client cannot take every connection. Default 256.
+	MaxConnectionsPerClient int `yaml:"max_connections_per_client" json:"max_connections_per_client"`
 	// ExposeBuiltins lists the built-in tools directly to clients, next to
 	// agent_orchestrate. Default true.
 	ExposeBuiltins *bool `yaml:"expose_builtins" json:"expose_builtins"`
@@ -146,8 +161,14 @@ const (
 	DefaultMaxRequestBytes = 4 << 20
 	DefaultShutdownGrace   = 10 * time.Second
 	DefaultSessionTimeout  = 30 * time.Minute
-	DefaultRateLimit       = 50
-	DefaultRateBurst       = 100
+	DefaultMaxSessions     = 4096
+	DefaultHeaderTimeout   = 10 * time.Second
+	DefaultBodyTimeout     = 30 * time.Second
+	DefaultMaxConnections  = 2048
+
+	DefaultMaxConnectionsPerClient = 256
+	DefaultRateLimit               = 50
+	DefaultRateBurst               = 100
 
 	DefaultMaxConcurrentPlans         = 64
 	DefaultMaxDownstreamResponseBytes = 8 << 20
@@ -199,6 +220,15 @@ func (c *Config) applyDefaults() {
 	if c.Server.SessionTimeout == nil {
 		t := DefaultSessionTimeout
 		c.Server.SessionTimeout = &t
+	}
+	setInt(&c.Server.MaxSessions, DefaultMaxSessions)
+	setInt(&c.Server.MaxConnections, DefaultMaxConnections)
+	setInt(&c.Server.MaxConnectionsPerClient, DefaultMaxConnectionsPerClient)
+	if c.Server.HeaderTimeout == 0 {
+		c.Server.HeaderTimeout = DefaultHeaderTimeout
+	}
+	if c.Server.BodyTimeout == 0 {
+		c.Server.BodyTimeout = DefaultBodyTimeout
 	}
 }
 
@@ -281,6 +311,12 @@ func (c *Config) validate() error {
 	}
 	if t := c.Server.SessionTimeout; t != nil && *t < 0 {
 		problems = append(problems, "server.session_timeout must not be negative (0 keeps idle sessions)")
+	}
+	if s := c.Server; s.MaxSessions < 0 || s.MaxConnections < 0 || s.MaxConnectionsPerClient < 0 {
+		problems = append(problems, "server.max_sessions, server.max_connections and server.max_connections_per_client must not be negative")
+	}
+	if c.Server.HeaderTimeout < 0 || c.Server.BodyTimeout < 0 {
+		problems = append(problems, "server.header_timeout and server.body_timeout must not be negative")
 	}
 	if p := c.Planner; p != nil {
 		problems = append(problems, validatePlanner(p)...)
