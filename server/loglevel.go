@@ -3,9 +3,9 @@ package server
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"weak"

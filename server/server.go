@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -24,6 +25,7 @@ import (
 	"github.com/orchestra-mcp/orchestra/registry/mcpserver"
 	"github.com/orchestra-mcp/orchestra/store"
 	"github.com/orchestra-mcp/orchestra/telemetry"
+	"github.com/orchestra-mcp/orchestra/toolcontext"
 )
 
 // Options configure an App.
@@ -68,6 +70,7 @@ type App struct {
 	secrets []string // never logged to clients
 
 	logLevels logLevels // which clients receive logging notifications
+	calls     httpCalls // tools/call requests in flight over HTTP
 
 	downstream *mcpserver.Manager // nil without mcpServers
 }
@@ -211,7 +214,7 @@ func (a *App) sync() {
 			continue
 		}
 		want[t.Name] = true
-		a.Server.AddTool(mcpTool(t), passthrough(t))
+		a.Server.AddTool(mcpTool(t), a.passthrough(t))
 	}
 	var gone []string
 	for name := range a.exposed {
@@ -226,18 +229,17 @@ func (a *App) sync() {
 	a.exposed = want
 }
 
-// track counts running plans and cancels them when the app drains. A call
-// beyond limits.max_concurrent_plans fails at once with the code busy.
+// track counts running plans and runs them in their call's context
+// (callContext: cancelled when the app drains or the HTTP client goes). A
+// call beyond limits.max_concurrent_plans fails at once with the code busy.
 func (a *App) track(h mcp.ToolHandler) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		if limit := a.Config.Limits.MaxConcurrentPlans; !a.plans.tryAdd(limit) {
 			return orchestrate.Result(a.Engine.Reject(ctx, []*orchestrate.Issue{{Code: orchestrate.CodeBusy, Message: fmt.Sprintf("the server is running %d plans, its limit (limits.max_concurrent_plans): retry in a moment, or raise the limit in the configuration file", limit)}})), nil
 		}
 		defer a.plans.done()
-		ctx, cancel := context.WithCancel(ctx)
+		ctx, cancel := a.callContext(ctx, req)
 		defer cancel()
-		stop := context.AfterFunc(a.drain, cancel)
-		defer stop()
 		return h(ctx, req)
 	}
 }
@@ -330,15 +332,40 @@ func mcpTool(t registry.Tool) *mcp.Tool {
 }
 
 // passthrough calls a catalog tool for a client that calls it directly.
-func passthrough(t registry.Tool) mcp.ToolHandler {
+// What the request's _meta carries goes on: the depth (one more than the
+// caller's, so that a chain of orchestras calling each other's tools
+// directly stops at limits.max_depth like a chain of plans; a downstream
+// tool called at that depth is refused with depth_exceeded), the
+// traceparent, and progress, which the tool's reports answer under the
+// caller's progress token.
+func (a *App) passthrough(t registry.Tool) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		ctx, cancel := a.callContext(ctx, req)
+		defer cancel()
+		ctx = toolcontext.FromMeta(ctx, req.Params.GetMeta())
+		// A built-in tool runs here and starts nothing; a downstream call
+		// is one more hop, possibly into another orchestra.
+		if d, limit := toolcontext.Depth(ctx), a.Config.Limits.MaxDepth; d >= limit && t.Source != "builtin" {
+			res := &mcp.CallToolResult{}
+			res.SetError(fmt.Errorf("%s: orchestration depth %d reached the limit of %d (limits.max_depth, code %s): orchestras calling each other's tools may not nest this deep", t.Name, d+1, limit, orchestrate.CodeDepthExceeded))
+			return res, nil
+		}
+		ctx = toolcontext.WithDepth(ctx, toolcontext.Depth(ctx)+1)
 		args, err := decodeArgs(req.Params.Arguments)
 		if err != nil {
 			res := &mcp.CallToolResult{}
 			res.SetError(fmt.Errorf("arguments of %s: %w; send a JSON object", t.Name, err))
 			return res, nil
 		}
-		r, err := t.Invoke(ctx, &registry.CallRequest{Arguments: args})
+		cr := &registry.CallRequest{Arguments: args}
+		if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
+			// A report can arrive just after the result: send it all the same.
+			nctx := context.WithoutCancel(ctx)
+			cr.Progress = func(p registry.Progress) {
+				_ = req.Session.NotifyProgress(nctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: p.Progress, Total: p.Total, Message: p.Message})
+			}
+		}
+		r, err := t.Invoke(ctx, cr)
 		if err != nil {
 			res := &mcp.CallToolResult{}
 			res.SetError(fmt.Errorf("calling %s: %w", t.Name, err))
@@ -353,13 +380,52 @@ func passthrough(t registry.Tool) mcp.ToolHandler {
 }
 
 // ServeStdio serves one client over stdin and stdout until the client goes
-// away or ctx is done.
+// away or ctx is done. When stdin ends, the requests already read are
+// answered first. When ctx is done (SIGTERM), it stops reading, lets
+// running requests finish for the configured grace period, cancels what
+// is still running (a cancelled plan answers with its partial results),
+// waits a bounded time for those answers, and returns: a client that
+// stopped reading stdout cannot hold the process.
 func (a *App) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
-	err := a.Server.Run(ctx, &lineTransport{in: in, out: out, maxLine: int(a.Config.Server.MaxRequestBytes)})
-	if err != nil && (errors.Is(err, context.Canceled) || errors.Is(err, io.EOF)) {
-		return nil
+	t := &lineTransport{in: in, out: out, maxLine: int(a.Config.Server.MaxRequestBytes)}
+	// The session outlives ctx by the grace period.
+	ss, err := a.Server.Connect(context.WithoutCancel(ctx), t, nil)
+	if err != nil {
+		return err
 	}
-	return err
+	ended := make(chan error, 1)
+	go func() { ended <- ss.Wait() }()
+	select {
+	case err := <-ended:
+		if err != nil && (errors.Is(err, context.Canceled) || errors.Is(err, io.EOF)) {
+			return nil
+		}
+		return err
+	case <-ctx.Done():
+	}
+	conn := t.conn
+	conn.stopReading()
+	grace := a.Config.Server.ShutdownGrace
+	a.log.Info("shutting down", "in_flight_plans", a.InFlight(), "grace", grace)
+	if !waitFor(conn.idle(), grace) {
+		a.log.Warn("cancelling requests still running after the grace period", "in_flight_plans", a.InFlight())
+		a.cancelPlans()
+		if !waitFor(conn.idle(), cancelWait) {
+			a.log.Warn("closing with requests unanswered")
+		}
+	}
+	// Closing waits for a write in progress, which a client that stopped
+	// reading stdout never lets finish: wait a bounded time.
+	closed := make(chan struct{})
+	go func() {
+		ss.Close()
+		<-ended
+		close(closed)
+	}()
+	if !waitFor(closed, time.Second) {
+		a.log.Warn("the stdio session did not end; stdout may be full")
+	}
+	return nil
 }
 
 // Close releases what the app holds: client sessions (HTTP sessions
