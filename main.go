@@ -10,6 +10,10 @@ import (
 )
 
 func main() {
+	// A client that closes orchestra's stdout or stderr (some close both
+	// when they shut a server down) must not kill it mid-run, losing its
+	// records: a write to a closed pipe then fails instead.
+	signal.Ignore(syscall.SIGPIPE)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()

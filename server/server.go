@@ -382,10 +382,12 @@ func (a *App) passthrough(t registry.Tool) mcp.ToolHandler {
 // ServeStdio serves one client over stdin and stdout until the client goes
 // away or ctx is done. When stdin ends, the requests already read are
 // answered first. When ctx is done (SIGTERM), it stops reading, lets
-// running requests finish for the configured grace period, cancels what
-// is still running (a cancelled plan answers with its partial results),
-// waits a bounded time for those answers, and returns: a client that
-// stopped reading stdout cannot hold the process.
+// running requests finish for the configured grace period (none when
+// stdin has already ended: a client that closed stdin and then signals
+// wants the process gone), cancels what is still running (a cancelled plan
+// answers with its partial results), waits a bounded time for those
+// answers, and returns: a client that stopped reading stdout cannot hold
+// the process.
 func (a *App) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
 	t := &lineTransport{in: in, out: out, maxLine: int(a.Config.Server.MaxRequestBytes)}
 	// The session outlives ctx by the grace period.
@@ -406,6 +408,11 @@ func (a *App) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error
 	conn := t.conn
 	conn.stopReading()
 	grace := a.Config.Server.ShutdownGrace
+	if conn.inputEnded.Load() {
+		// The client closed stdin and now asks the process to end: it is
+		// not waiting for more, so what still runs is cancelled at once.
+		grace = 0
+	}
 	a.log.Info("shutting down", "in_flight_plans", a.InFlight(), "grace", grace)
 	if !waitFor(conn.idle(), grace) {
 		a.log.Warn("cancelling requests still running after the grace period", "in_flight_plans", a.InFlight())

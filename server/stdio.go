@@ -10,6 +10,7 @@ import (
 	"io"
 	"regexp"
 	"sync"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -63,6 +64,8 @@ type lineConn struct {
 	stop     chan struct{} // closed to stop taking requests
 	stopOnce sync.Once
 
+	inputEnded atomic.Bool // stdin reached its end
+
 	mu        sync.Mutex
 	pending   map[jsonrpc.ID]bool // requests read and not answered
 	cancelled map[jsonrpc.ID]bool // pending requests the client cancelled
@@ -80,6 +83,7 @@ const idPrefix = 64 << 10
 
 func (c *lineConn) readLoop() {
 	defer close(c.incoming)
+	defer c.inputEnded.Store(true)
 	r := bufio.NewReaderSize(c.in, 64<<10)
 	for {
 		line, tooLong, err := readLine(r, c.maxLine)
