@@ -180,6 +180,9 @@ func TestAskWithTools(t *testing.T) {
 	if !a.Success || a.Response != "I researched AI trends and wrote post post-abc-123." {
 		t.Fatalf("status %s, response %q, errors %v", a.Status, a.Response, a.Errors)
 	}
+	if env.Metadata.RequestID == "" {
+		t.Error("the envelope of an ask has no request_id")
+	}
 	want := &orchestrate.PlannerInfo{Model: "scripted", ModelCalls: 2, Attempts: 1, InputTokens: 1500, OutputTokens: 150}
 	if diff := cmp.Diff(want, a.Planner); diff != "" {
 		t.Errorf("planner (-want +got):\n%s", diff)

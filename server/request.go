@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/orchestra-mcp/orchestra/orchestrate"
@@ -17,7 +16,7 @@ import (
 // progress token, and logging notifications at the level it asked for.
 func (a *App) orchestrateHandler() mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		ctx = withRequestID(ctx)
+		ctx = toolcontext.EnsureRequestID(ctx)
 		ids, _ := toolcontext.IDsFrom(ctx)
 		ro := orchestrate.RunOptions{Logger: a.log.With("request_id", ids.RequestID)}
 		if p := newProgress(ctx, req); p != nil {
@@ -36,21 +35,10 @@ func (a *App) orchestrateHandler() mcp.ToolHandler {
 	}
 }
 
-// withRequestID gives ctx a request id when it has none, so that every log
-// line of the request carries it.
-func withRequestID(ctx context.Context) context.Context {
-	ids, _ := toolcontext.IDsFrom(ctx)
-	if ids.RequestID != "" {
-		return ctx
-	}
-	ids.RequestID = uuid.NewString()
-	return toolcontext.WithIDs(ctx, ids)
-}
-
 // Run runs a request's plan outside MCP (the CLI's orchestra run), with a
 // request id and source recorded as source.
 func (a *App) Run(ctx context.Context, req *orchestrate.Request, source string) *orchestrate.Envelope {
-	ctx = withRequestID(ctx)
+	ctx = toolcontext.EnsureRequestID(ctx)
 	ids, _ := toolcontext.IDsFrom(ctx)
 	return a.Engine.RunWith(ctx, req, orchestrate.RunOptions{Source: source, Logger: a.log.With("request_id", ids.RequestID)})
 }
@@ -58,7 +46,7 @@ func (a *App) Run(ctx context.Context, req *orchestrate.Request, source string) 
 // Reject returns the envelope of a request that cannot run, recorded like
 // any run, with source as its source.
 func (a *App) Reject(ctx context.Context, issues []*orchestrate.Issue, source string) *orchestrate.Envelope {
-	ctx = withRequestID(ctx)
+	ctx = toolcontext.EnsureRequestID(ctx)
 	return a.Engine.With(orchestrate.RunOptions{Source: source}).Reject(ctx, issues)
 }
 

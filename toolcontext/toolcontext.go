@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+
+	"github.com/google/uuid"
 )
 
 type (
@@ -56,6 +58,17 @@ func WithIDs(ctx context.Context, ids IDs) context.Context {
 func IDsFrom(ctx context.Context) (IDs, bool) {
 	ids, ok := ctx.Value(idsKey{}).(IDs)
 	return ids, ok
+}
+
+// EnsureRequestID returns ctx with a request id: the one its IDs carry, or
+// a new one, so that every log line and record of the request carries it.
+func EnsureRequestID(ctx context.Context) context.Context {
+	ids, _ := IDsFrom(ctx)
+	if ids.RequestID != "" {
+		return ctx
+	}
+	ids.RequestID = uuid.NewString()
+	return WithIDs(ctx, ids)
 }
 
 // WithTraceparent returns a context carrying a W3C traceparent header value,
