@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -15,6 +16,8 @@ import (
 	"go.opentelemetry.io/contrib/exporters/autoexport"
 	"go.opentelemetry.io/otel/attribute"
 	promexporter "go.opentelemetry.io/otel/exporters/prometheus"
+	"go.opentelemetry.io/otel/exporters/stdout/stdoutmetric"
+	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
 	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/propagation"
@@ -45,6 +48,11 @@ type Options struct {
 	Version string
 	// Logger receives errors of the exporters; nil discards them.
 	Logger *slog.Logger
+	// Console receives what the console exporters write
+	// (OTEL_TRACES_EXPORTER=console, OTEL_METRICS_EXPORTER=console); nil
+	// means standard error, never standard output, which carries the stdio
+	// protocol or the CLI's result.
+	Console io.Writer
 }
 
 // Telemetry makes spans and metrics of runs. Its methods are safe for
@@ -110,7 +118,7 @@ func New(ctx context.Context, opts Options) (*Telemetry, error) {
 	if tp == nil {
 		tp = tracenoop.NewTracerProvider()
 		if name := os.Getenv("OTEL_TRACES_EXPORTER"); !disabled && name != "" && name != "none" {
-			exp, err := autoexport.NewSpanExporter(ctx)
+			exp, err := spanExporter(ctx, name, opts.Console)
 			if err != nil {
 				return nil, fmt.Errorf("setting up the %s trace exporter (OTEL_TRACES_EXPORTER): %w", name, err)
 			}
@@ -130,7 +138,7 @@ func New(ctx context.Context, opts Options) (*Telemetry, error) {
 	if mp == nil {
 		var readers []sdkmetric.Reader
 		if name := os.Getenv("OTEL_METRICS_EXPORTER"); !disabled && name != "" && name != "none" {
-			r, err := autoexport.NewMetricReader(ctx)
+			r, err := metricReader(ctx, name, opts.Console)
 			if err != nil {
 				return nil, errors.Join(fmt.Errorf("setting up the %s metric exporter (OTEL_METRICS_EXPORTER): %w", name, err), t.Shutdown(ctx))
 			}
@@ -234,4 +242,33 @@ func Traceparent(ctx context.Context) string {
 	c := propagation.MapCarrier{}
 	propagator.Inject(ctx, c)
 	return c["traceparent"]
+}
+
+// spanExporter returns the exporter OTEL_TRACES_EXPORTER (name) asks for,
+// its console exporter writing to console (standard error when nil).
+func spanExporter(ctx context.Context, name string, console io.Writer) (sdktrace.SpanExporter, error) {
+	if name != "console" {
+		return autoexport.NewSpanExporter(ctx)
+	}
+	return stdouttrace.New(stdouttrace.WithWriter(consoleWriter(console)))
+}
+
+// metricReader returns the reader OTEL_METRICS_EXPORTER (name) asks for,
+// its console exporter writing to console (standard error when nil).
+func metricReader(ctx context.Context, name string, console io.Writer) (sdkmetric.Reader, error) {
+	if name != "console" {
+		return autoexport.NewMetricReader(ctx)
+	}
+	exp, err := stdoutmetric.New(stdoutmetric.WithWriter(consoleWriter(console)))
+	if err != nil {
+		return nil, err
+	}
+	return sdkmetric.NewPeriodicReader(exp), nil
+}
+
+func consoleWriter(w io.Writer) io.Writer {
+	if w == nil {
+		return os.Stderr
+	}
+	return w
 }
