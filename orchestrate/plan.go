@@ -213,6 +213,7 @@ const (
 	CodeUncheckedRef  = "unchecked_reference"
 	CodeNotATemplate  = "not_a_template"
 	CodeSchemaProblem = "schema_unusable"
+	CodeMustache      = "mustache_placeholder"
 )
 
 // DecodeRequest decodes the input of agent_orchestrate, or a bare plan, and
@@ -223,7 +224,14 @@ const (
 // {"type": "tool_calls", "calls": [{"tool_name", "arguments"}]} and
 // {"type": "direct_response", "content": "..."}, and seed 001's field names
 // (result_key, merge_strategy, agent_id/action_id/prompt/with).
-func DecodeRequest(data []byte) (*Request, []*Issue) {
+func DecodeRequest(data []byte) (*Request, []*Issue) { return decodeRequest(data, true) }
+
+// decodeInput decodes the input of agent_orchestrate as its input schema
+// says: a bare plan ({"steps": [...]} at the top) is refused with a hint
+// to wrap it in "plan".
+func decodeInput(data []byte) (*Request, []*Issue) { return decodeRequest(data, false) }
+
+func decodeRequest(data []byte, bare bool) (*Request, []*Issue) {
 	v, issue := decodeJSON(data)
 	if issue != nil {
 		return nil, []*Issue{issue}
@@ -232,7 +240,7 @@ func DecodeRequest(data []byte) (*Request, []*Issue) {
 	if !ok {
 		return nil, []*Issue{{Code: CodeInvalidRequest, Message: fmt.Sprintf("the input is %s; send a JSON object: {\"plan\": {\"steps\": [...]}} or {\"prompt\": \"...\"}", jsonTypeOf(v))}}
 	}
-	d := &decoder{}
+	d := &decoder{bare: bare}
 	req := d.request(obj)
 	if len(d.issues) > 0 {
 		return nil, d.issues
@@ -286,6 +294,7 @@ var errEOF = errors.New("EOF")
 
 type decoder struct {
 	issues []*Issue
+	bare   bool // a request may be a bare plan
 }
 
 func (d *decoder) add(path, code, msg string, suggestions ...string) {
@@ -297,6 +306,10 @@ var requestFields = []string{"plan", "prompt", "bindings", "timeout_ms", "max_pa
 func (d *decoder) request(obj map[string]any) *Request {
 	if _, ok := obj["plan"]; !ok {
 		if _, ok := obj["prompt"]; !ok && looksLikePlan(obj) {
+			if !d.bare {
+				d.add("", CodeInvalidRequest, "the plan's fields (steps, type, schedule) are at the top level of the input; wrap the plan: {\"plan\": {\"steps\": [...]}}")
+				return &Request{}
+			}
 			// A bare plan.
 			return &Request{Plan: d.plan(obj, "plan")}
 		}

@@ -394,6 +394,38 @@ func looksLikeTemplate(s string) (name string, ok bool) {
 	return name, true
 }
 
+// mustachePlaceholder returns the name in the first Mustache-style
+// placeholder of s, "{{name}}": a bare identifier that is neither a Go
+// template keyword nor one of its built-in functions. orchestra passes it
+// as plain text, and render's Go templates read it as a call of an
+// undefined function.
+func mustachePlaceholder(s string) (string, bool) {
+	for {
+		i := strings.Index(s, "{{")
+		if i < 0 {
+			return "", false
+		}
+		s = s[i+2:]
+		j := strings.Index(s, "}}")
+		if j < 0 {
+			return "", false
+		}
+		name := strings.TrimSpace(s[:j])
+		if isIdent(name) && !goTemplateWords[name] {
+			return name, true
+		}
+		s = s[j+2:]
+	}
+}
+
+// goTemplateWords are the identifiers a Go template may hold alone.
+var goTemplateWords = map[string]bool{
+	"end": true, "else": true, "break": true, "continue": true, "nil": true,
+	"and": true, "or": true, "not": true, "len": true, "index": true, "slice": true, "call": true,
+	"print": true, "printf": true, "println": true, "html": true, "js": true, "urlquery": true,
+	"eq": true, "ne": true, "lt": true, "le": true, "gt": true, "ge": true,
+}
+
 // PathError says where following a path into a value failed.
 type PathError struct {
 	At        int // index of the failing segment

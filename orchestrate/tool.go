@@ -120,7 +120,7 @@ func (e *Engine) Handler(opts HandlerOptions) mcp.ToolHandler {
 		if len(args) > opts.MaxRequestBytes {
 			return Result(e.Reject(ctx, []*Issue{{Code: CodeTooLarge, Message: fmt.Sprintf("the request is %d bytes; the limit is %d (server.max_request_bytes). Send a smaller plan, pass large data by reference (a URL or a step that fetches it), or raise server.max_request_bytes in the configuration file", len(args), opts.MaxRequestBytes)}})), nil
 		}
-		r, issues := DecodeRequest(args)
+		r, issues := decodeInput(args)
 		if len(issues) > 0 {
 			return Result(e.Reject(ctx, issues)), nil
 		}

@@ -190,6 +190,9 @@ func (v *validator) step(s *Step) {
 	walk = func(val any, path []Seg) {
 		switch val := val.(type) {
 		case string:
+			if name, ok := mustachePlaceholder(val); ok {
+				v.argWarning(s, path, CodeMustache, "%q looks like a Mustache placeholder, which nothing fills: it is passed as plain text. In render's Go templates write {{.%s}} with values: {%q: ...}; to insert a binding or a step's output write ${bindings.%s} or ${<step>.output.<field>}", val, name, name, name)
+			}
 			if !mayBeTemplate(val) {
 				return
 			}
