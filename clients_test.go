@@ -548,3 +548,73 @@ func moduleVersion(path string) string {
 	}
 	return "(unknown)"
 }
+
+// TestInputSchemaAgreesWithBehaviour validates inputs of agent_orchestrate
+// against its published input schema with Ajv in strict mode, as strict
+// clients do, and sends each to orchestra: the schema compiles strictly,
+// and what it accepts orchestra runs, what it refuses orchestra refuses
+// (exactly one of plan and prompt; no bare plan at the top level).
+func TestInputSchemaAgreesWithBehaviour(t *testing.T) {
+	node, err := exec.LookPath("node")
+	dir, _ := filepath.Abs(filepath.Join("testdata", "clients"))
+	if _, serr := os.Stat(filepath.Join(dir, "node_modules", "ajv")); serr != nil || err != nil {
+		if os.Getenv("ORCHESTRA_REQUIRE_NPM") != "" {
+			t.Fatal("ajv is not installed: run `npm ci` in testdata/clients")
+		}
+		t.Skip("ajv is not installed: run `npm ci` in testdata/clients")
+	}
+	steps := []any{map[string]any{"tool": "render", "arguments": map[string]any{"template": "x"}}}
+	inputs := []map[string]any{
+		{"plan": map[string]any{"steps": steps}, "dry_run": true},
+		{"prompt": "say hi"},
+		{"plan": map[string]any{"steps": steps}, "prompt": "say hi"},
+		{"dry_run": true},
+		{"steps": steps},
+		{"type": "tool_calls", "calls": []any{}},
+		{"plan": map[string]any{"steps": steps}, "dryrun": true},
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "schema", Version: "1"}, nil).Connect(t.Context(),
+		&mcp.CommandTransport{Command: exec.Command(orchestraBin, "serve", "--store", "memory")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	tools, err := cs.ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var schema any
+	for _, tool := range tools.Tools {
+		if tool.Name == "agent_orchestrate" {
+			schema = tool.InputSchema
+		}
+	}
+	in, _ := json.Marshal(map[string]any{"schema": schema, "inputs": inputs})
+	cmd := exec.Command(node, filepath.Join(dir, "schema.mjs"))
+	cmd.Dir = dir
+	cmd.Stdin = strings.NewReader(string(in))
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node: %v", err)
+	}
+	var verdict struct {
+		Valid []bool `json:"valid"`
+		Error string `json:"error"`
+	}
+	if err := json.Unmarshal(out, &verdict); err != nil || verdict.Error != "" || len(verdict.Valid) != len(inputs) {
+		t.Fatalf("Ajv (strict) on agent_orchestrate's input schema: %s", out)
+	}
+	for i, input := range inputs {
+		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "agent_orchestrate", Arguments: input})
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := json.Marshal(res.StructuredContent)
+		// The prompt has no planner here; anything but a refused request
+		// means orchestra took the input.
+		refused := strings.Contains(string(data), `"code":"invalid_request"`) || strings.Contains(string(data), `"code":"unknown_field"`)
+		if verdict.Valid[i] == refused {
+			t.Errorf("input %v: the schema says valid=%v, orchestra refused=%v:\n%.600s", input, verdict.Valid[i], refused, data)
+		}
+	}
+}
