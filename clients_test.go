@@ -618,3 +618,41 @@ func TestInputSchemaAgreesWithBehaviour(t *testing.T) {
 		}
 	}
 }
+
+// TestTSClientOversizedRequest sends a 4.5 MB plan over stdio from the
+// TypeScript clients, over server.max_request_bytes: the client gets an
+// error naming the limit (its request timeout, 30 s, would fail the test)
+// and the next plan runs.
+func TestTSClientOversizedRequest(t *testing.T) {
+	node, err := exec.LookPath("node")
+	dir, _ := filepath.Abs(filepath.Join("testdata", "clients"))
+	if _, serr := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "client")); serr != nil || err != nil {
+		if os.Getenv("ORCHESTRA_REQUIRE_NPM") != "" {
+			t.Fatal("the TypeScript clients are not installed: run `npm ci` in testdata/clients")
+		}
+		t.Skip("the TypeScript clients are not installed: run `npm ci` in testdata/clients")
+	}
+	target := matrixTarget{transport: "stdio", command: []string{orchestraBin, "serve", "--store", "memory"}}
+	for _, c := range []struct{ sdk, version string }{{"v1", "2025-11-25"}, {"v2", "2025-11-25"}, {"v2", "2026-07-28"}} {
+		t.Run(c.sdk+"/"+c.version, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+			defer cancel()
+			data, _ := json.Marshal(target.command)
+			cmd := exec.CommandContext(ctx, node, filepath.Join(dir, "client.mjs"), c.sdk, "stdio", string(data), c.version, "oversized")
+			cmd.Dir = dir
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("node: %v", err)
+			}
+			var r struct {
+				OK    bool   `json:"ok"`
+				MS    int    `json:"ms"`
+				Error string `json:"error"`
+			}
+			if err := json.Unmarshal(out, &r); err != nil || !r.OK {
+				t.Fatalf("%s: %s", c.sdk, out)
+			}
+			t.Logf("%s %s: answered in %d ms", c.sdk, c.version, r.MS)
+		})
+	}
+}

@@ -9,7 +9,9 @@
 // (v1 offers only its latest, 2025-11-25). MODE "plan" (the default) lists
 // the tools and runs a plan; "cancel" starts a plan whose step waits, cancels
 // the request once the step has started (the client's AbortSignal, which
-// sends notifications/cancelled) and waits for the server to stop it.
+// sends notifications/cancelled) and waits for the server to stop it;
+// "oversized" sends a plan over server.max_request_bytes, which must be
+// answered with an error naming the limit, then a plan that must run.
 // It prints one JSON line: {"ok": ..., "version": ..., "tools": ..., "error": ...}.
 import { Client as ClientV1 } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport as StdioV1 } from "@modelcontextprotocol/sdk/client/stdio.js";
@@ -65,6 +67,22 @@ const plan = {
 async function main() {
   const { client, version: negotiated } = await connect();
   try {
+    if (mode === "oversized") {
+      // A plan larger than server.max_request_bytes (4 MiB): the answer
+      // must be an error naming the limit, and the server must go on.
+      const big = { plan: { steps: [{ tool: "render", arguments: { template: "x" } }] }, bindings: { blob: "a".repeat(4.5 * 1024 * 1024) } };
+      const start = Date.now();
+      let error = "";
+      try {
+        await client.callTool({ name: "agent_orchestrate", arguments: big }, ...(sdk === "v1" ? [undefined, { timeout: 30000 }] : [{ timeout: 30000 }]));
+      } catch (err) {
+        error = String(err?.message ?? err);
+      }
+      const ms = Date.now() - start;
+      const after = await client.callTool({ name: "agent_orchestrate", arguments: plan });
+      const ok = error.includes("server.max_request_bytes") && after.structuredContent?.artifact?.status === "success";
+      return { ok, version: negotiated(), ms, error: ok ? undefined : `error ${JSON.stringify(error)}, then ${after.structuredContent?.artifact?.status}` };
+    }
     if (mode === "cancel") {
       const abort = new AbortController();
       let started = false;
