@@ -447,16 +447,26 @@ func (a *App) Close() error {
 	return errors.Join(errs...)
 }
 
-// closeSessions ends every client session of the server.
+// closeSessions ends every client session of the server. Closing a session
+// waits for a write in progress, which a client that stopped reading never
+// lets finish: it waits a bounded time for them all.
 func (a *App) closeSessions() {
-	var sessions []*mcp.ServerSession
+	var wg sync.WaitGroup
 	for ss := range a.Server.Sessions() {
-		sessions = append(sessions, ss)
+		wg.Go(func() { ss.Close() })
 	}
-	for _, ss := range sessions {
-		ss.Close()
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	if !waitFor(done, sessionCloseWait) {
+		a.log.Warn("client sessions did not close; a client may have stopped reading")
 	}
 }
+
+// sessionCloseWait bounds how long closing waits for client sessions.
+const sessionCloseWait = 2 * time.Second
 
 func decodeArgs(raw []byte) (map[string]any, error) {
 	args := map[string]any{}
