@@ -264,7 +264,7 @@ func checkPlanResult(isError bool, structured any, texts []string) error {
 }
 
 func goSDKClient() matrixClient {
-	connect := func(ctx context.Context, target matrixTarget, version string) (*mcp.ClientSession, error) {
+	connect := func(ctx context.Context, target matrixTarget, version string, copts *mcp.ClientOptions) (*mcp.ClientSession, error) {
 		var tr mcp.Transport = &mcp.StreamableClientTransport{Endpoint: target.url}
 		if target.transport == "stdio" {
 			tr = &mcp.CommandTransport{Command: exec.Command(target.command[0], target.command[1:]...)}
@@ -273,14 +273,14 @@ func goSDKClient() matrixClient {
 		if version != "" {
 			opts = &mcp.ClientSessionOptions{ProtocolVersion: version}
 		}
-		return mcp.NewClient(&mcp.Implementation{Name: "matrix", Version: "1"}, nil).Connect(ctx, tr, opts)
+		return mcp.NewClient(&mcp.Implementation{Name: "matrix", Version: "1"}, copts).Connect(ctx, tr, opts)
 	}
 	return matrixClient{
 		name:     "go-sdk " + moduleVersion("github.com/modelcontextprotocol/go-sdk"),
 		versions: allVersions,
 		how:      "notifications/cancelled",
 		plan: func(ctx context.Context, target matrixTarget, version string) (string, error) {
-			cs, err := connect(ctx, target, version)
+			cs, err := connect(ctx, target, version, nil)
 			if err != nil {
 				return "", err
 			}
@@ -306,7 +306,7 @@ func goSDKClient() matrixClient {
 		},
 		cancel: func(ctx context.Context, target matrixTarget) error {
 			started := make(chan struct{}, 1)
-			c := mcp.NewClient(&mcp.Implementation{Name: "matrix", Version: "1"}, &mcp.ClientOptions{
+			cs, err := connect(ctx, target, "", &mcp.ClientOptions{
 				ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
 					if strings.Contains(req.Params.Message, "started") {
 						select {
@@ -316,11 +316,6 @@ func goSDKClient() matrixClient {
 					}
 				},
 			})
-			var tr mcp.Transport = &mcp.StreamableClientTransport{Endpoint: target.url}
-			if target.transport == "stdio" {
-				tr = &mcp.CommandTransport{Command: exec.Command(target.command[0], target.command[1:]...)}
-			}
-			cs, err := c.Connect(ctx, tr, nil)
 			if err != nil {
 				return err
 			}

@@ -123,90 +123,61 @@ func TestStdioCancelledCallGetsNoResponse(t *testing.T) {
 	checkCancelledRecord(t, app)
 }
 
-// TestHTTPCancelledCallGetsNoResponse does the same over stateful and
-// stateless Streamable HTTP on both protocol eras: the client sends
-// notifications/cancelled and keeps reading the call's stream, which ends
-// without a response.
-func TestHTTPCancelledCallGetsNoResponse(t *testing.T) {
-	for _, tc := range []struct {
-		name      string
+// TestHTTPCancel cancels a running plan over stateful and stateless
+// Streamable HTTP on both protocol eras, the two ways clients do: with
+// notifications/cancelled, reading on until the call's stream ends (which
+// it must without a response), and by dropping the request. Either way the
+// plan stops and is recorded as cancelled.
+func TestHTTPCancel(t *testing.T) {
+	for _, mode := range []struct {
 		stateless bool
 		version   string
-	}{
-		{"stateful/" + v20251125, false, v20251125},
-		{"stateless/" + v20251125, true, v20251125},
-		{"stateful/" + v20260728, false, v20260728},
-		{"stateless/" + v20260728, true, v20260728},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			s := newStopper()
-			app := waitApp(t, s)
-			srv := httptest.NewServer(app.HTTPHandler(server.HTTPOptions{Stateless: tc.stateless}))
-			t.Cleanup(srv.Close)
-			c := newRawHTTPClient(t, srv.URL+"/mcp", tc.version)
-			meta := ""
-			if tc.version == v20260728 {
-				meta = modernMeta
-			}
-			// The response's headers come with its first event: open the
-			// call on another goroutine.
-			opened := c.openAsync(t.Context(), strings.Replace(waitCall, "%s", meta, 1))
-			await(t, s.started, "the step to start")
-			cresp := c.open(t.Context(), cancelNote)
-			io.Copy(io.Discard, cresp.Body)
-			cresp.Body.Close()
-			await(t, s.stopped, "the step to be cancelled")
-			resp := <-opened
-			if resp == nil {
-				t.Fatal("the call failed")
-			}
-			body, _ := io.ReadAll(resp.Body) // the stream ends
-			resp.Body.Close()
-			for line := range strings.SplitSeq(string(body), "\n") {
-				if strings.Contains(line, `"id":5`) {
-					t.Errorf("a response was written for the cancelled request: %s", line)
+	}{{false, v20251125}, {true, v20251125}, {false, v20260728}, {true, v20260728}} {
+		for _, how := range []string{"notification", "drop"} {
+			name := map[bool]string{false: "stateful", true: "stateless"}[mode.stateless] + "/" + mode.version + "/" + how
+			t.Run(name, func(t *testing.T) {
+				s := newStopper()
+				app := waitApp(t, s)
+				srv := httptest.NewServer(app.HTTPHandler(server.HTTPOptions{Stateless: mode.stateless}))
+				t.Cleanup(srv.Close)
+				c := newRawHTTPClient(t, srv.URL+"/mcp", mode.version)
+				meta := ""
+				if mode.version == v20260728 {
+					meta = modernMeta
 				}
-			}
-			checkCancelledRecord(t, app)
-		})
-	}
-}
-
-// TestHTTPDroppedConnectionCancelsPlan drops the connection of a running
-// call, as clients that cancel by closing the request do: the plan stops
-// and is recorded as cancelled, on every protocol era, with and without
-// sessions.
-func TestHTTPDroppedConnectionCancelsPlan(t *testing.T) {
-	for _, tc := range []struct {
-		name      string
-		stateless bool
-		version   string
-	}{
-		{"stateful/" + v20251125, false, v20251125},
-		{"stateless/" + v20251125, true, v20251125},
-		{"stateful/" + v20260728, false, v20260728},
-		{"stateless/" + v20260728, true, v20260728},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			s := newStopper()
-			app := waitApp(t, s)
-			srv := httptest.NewServer(app.HTTPHandler(server.HTTPOptions{Stateless: tc.stateless}))
-			t.Cleanup(srv.Close)
-			c := newRawHTTPClient(t, srv.URL+"/mcp", tc.version)
-			meta := ""
-			if tc.version == v20260728 {
-				meta = modernMeta
-			}
-			ctx, drop := context.WithCancel(t.Context())
-			opened := c.openAsync(ctx, strings.Replace(waitCall, "%s", meta, 1))
-			await(t, s.started, "the step to start")
-			drop()
-			if resp := <-opened; resp != nil {
+				ctx, drop := context.WithCancel(t.Context())
+				defer drop()
+				// The response's headers come with its first event: open
+				// the call on another goroutine.
+				opened := c.openAsync(ctx, strings.Replace(waitCall, "%s", meta, 1))
+				await(t, s.started, "the step to start")
+				if how == "drop" {
+					drop()
+					if resp := <-opened; resp != nil {
+						resp.Body.Close()
+					}
+					await(t, s.stopped, "the step to be cancelled")
+					checkCancelledRecord(t, app)
+					return
+				}
+				cresp := c.open(t.Context(), cancelNote)
+				io.Copy(io.Discard, cresp.Body)
+				cresp.Body.Close()
+				await(t, s.stopped, "the step to be cancelled")
+				resp := <-opened
+				if resp == nil {
+					t.Fatal("the call failed")
+				}
+				body, _ := io.ReadAll(resp.Body) // the stream ends
 				resp.Body.Close()
-			}
-			await(t, s.stopped, "the step to be cancelled")
-			checkCancelledRecord(t, app)
-		})
+				for line := range strings.SplitSeq(string(body), "\n") {
+					if strings.Contains(line, `"id":5`) {
+						t.Errorf("a response was written for the cancelled request: %s", line)
+					}
+				}
+				checkCancelledRecord(t, app)
+			})
+		}
 	}
 }
 

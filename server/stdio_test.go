@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/orchestra-mcp/orchestra/config"
+	"github.com/orchestra-mcp/orchestra/server"
 )
 
 // rawStdio serves an app over pipes and lets a test write raw lines.
@@ -134,6 +135,22 @@ func truncate(b []byte) string {
 	return string(b)
 }
 
+// pipeStdio serves app over pipes until ctx is done or stdin closes, and
+// returns stdin, a scanner of stdout (closed once ServeStdio returns) and
+// the channel its error arrives on.
+func pipeStdio(ctx context.Context, app *server.App) (*io.PipeWriter, *bufio.Scanner, <-chan error) {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- app.ServeStdio(ctx, inR, outW)
+		outW.Close()
+	}()
+	sc := bufio.NewScanner(outR)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	return inW, sc, done
+}
+
 // TestStdioOversizedRequestWithTrailingID sends a request over
 // server.max_request_bytes whose "id" comes last, as the TypeScript SDK
 // writes it: the answer is an error for that id naming the limit, and the
@@ -161,14 +178,7 @@ func TestStdioOversizedRequestWithTrailingID(t *testing.T) {
 // TestStdioAnswersWhatItReadBeforeEOF writes five plans and closes stdin
 // at once: each is answered before the server ends.
 func TestStdioAnswersWhatItReadBeforeEOF(t *testing.T) {
-	app := newApp(t, nil)
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	done := make(chan error, 1)
-	go func() {
-		done <- app.ServeStdio(t.Context(), inR, outW)
-		outW.Close()
-	}()
+	inW, sc, done := pipeStdio(t.Context(), newApp(t, nil))
 	go func() {
 		io.WriteString(inW, initializeBody+"\n"+`{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
 		for i := range 5 {
@@ -177,8 +187,6 @@ func TestStdioAnswersWhatItReadBeforeEOF(t *testing.T) {
 		inW.Close()
 	}()
 	answered := map[float64]bool{}
-	sc := bufio.NewScanner(outR)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
 		var m map[string]any
 		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
@@ -205,18 +213,10 @@ func TestStdioShutdownDuringPlan(t *testing.T) {
 	cfg.Server.ShutdownGrace = 50 * time.Millisecond
 	app := newApp(t, cfg, s.tool(t))
 	ctx, term := context.WithCancel(t.Context())
-	inR, inW := io.Pipe()
+	inW, sc, done := pipeStdio(ctx, app)
 	defer inW.Close()
-	outR, outW := io.Pipe()
-	done := make(chan error, 1)
-	go func() {
-		done <- app.ServeStdio(ctx, inR, outW)
-		outW.Close()
-	}()
 	io.WriteString(inW, initializeBody+"\n"+`{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
 	io.WriteString(inW, strings.Replace(waitCall, "%s", "", 1)+"\n")
-	sc := bufio.NewScanner(outR)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	sc.Scan() // initialize
 	await(t, s.started, "the step to start")
 	term()
