@@ -154,6 +154,20 @@ func (c *badCase) generate() error {
 		s = `{"plan":{"steps":[{"tool":"json_query","arguments":{"query":".","input":"$bindings.blob"}}]},"bindings":{"blob":"` + strings.Repeat("a", g.N) + `"}}`
 	case "deep_value":
 		s = `{"plan":{"steps":[{"tool":"json_query","arguments":{"query":"[paths] | length","input":` + strings.Repeat("[", g.N) + strings.Repeat("]", g.N) + `}}]}}`
+	case "render_doubling":
+		// A variable doubled n times.
+		tmpl := `{{$x := \"ab\"}}` + strings.Repeat(`{{$x = printf \"%s%s\" $x $x}}`, g.N) + `{{len $x}}`
+		s = `{"plan":{"steps":[{"tool":"render","arguments":{"template":"` + tmpl + `"}}]}}`
+	case "render_defines":
+		// n defines, each calling the one before twice, the last writing
+		// nothing: 2^n calls that never reach the output cap.
+		var b strings.Builder
+		b.WriteString(`{{define \"t0\"}}{{end}}`)
+		for i := 1; i <= g.N; i++ {
+			fmt.Fprintf(&b, `{{define \"t%d\"}}{{template \"t%d\"}}{{template \"t%d\"}}{{end}}`, i, i-1, i-1)
+		}
+		fmt.Fprintf(&b, `{{template \"t%d\"}}`, g.N)
+		s = `{"plan":{"steps":[{"tool":"render","arguments":{"template":"` + b.String() + `"}}]}}`
 	case "deep_raw":
 		c.Raw = `{"jsonrpc":"2.0","id":77,"method":"tools/call","params":{"name":"agent_orchestrate","arguments":{"bindings":{"x":` + strings.Repeat("[", g.N) + strings.Repeat("]", g.N) + `}}}}`
 		return nil

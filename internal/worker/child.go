@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -52,7 +53,11 @@ func serve(handlers map[string]Handler, in io.Reader, out io.Writer) int {
 			reply, err = call(h, job.Payload)
 			dog.stop()
 			if err != nil {
-				status, reply = replyErr, []byte(err.Error())
+				msg := err.Error()
+				if len(msg) > MaxErrorBytes {
+					msg = strings.ToValidUTF8(msg[:MaxErrorBytes-3], "") + "..."
+				}
+				status, reply = replyErr, []byte(msg)
 			}
 		}
 		job.Payload = nil

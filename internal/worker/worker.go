@@ -41,6 +41,10 @@ type Job struct {
 	MaxReply int
 }
 
+// MaxErrorBytes caps the message of a JobError: a worker cuts a longer
+// one. A job's MaxReply must leave room for it.
+const MaxErrorBytes = 16 << 10
+
 // Defaults of a Job's zero fields.
 const (
 	DefaultCPU      = time.Second

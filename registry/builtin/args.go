@@ -1,6 +1,7 @@
 package builtin
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -180,6 +181,13 @@ func normalizeJSON(v any) (any, error) {
 		return nil, err
 	}
 	return normalizeJSON(out)
+}
+
+// decodeJSON decodes data into v with numbers as json.Number.
+func decodeJSON(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	return dec.Decode(v)
 }
 
 // jsonResult returns a result whose structured content is out, with out as

@@ -13,15 +13,16 @@ import (
 
 func TestDefaultConfig(t *testing.T) {
 	want := Config{
-		JQ:     JQConfig{Timeout: Duration(2 * time.Second), MaxOutputBytes: 1 << 20, MaxResults: 10000, MaxMemoryBytes: 128 << 20},
-		HTTP:   HTTPConfig{Timeout: Duration(30 * time.Second), MaxResponseBytes: 4 << 20, MaxRedirects: 5},
-		Render: RenderConfig{MaxOutputBytes: 1 << 20},
+		JQ:      JQConfig{Timeout: Duration(2 * time.Second), MaxOutputBytes: 1 << 20, MaxResults: 10000, MaxMemoryBytes: 128 << 20},
+		HTTP:    HTTPConfig{Timeout: Duration(30 * time.Second), MaxResponseBytes: 4 << 20, MaxRedirects: 5},
+		Render:  RenderConfig{MaxOutputBytes: 1 << 20, Timeout: Duration(2 * time.Second), MaxMemoryBytes: 128 << 20},
+		Workers: 4,
 	}
 	if diff := cmp.Diff(want, DefaultConfig()); diff != "" {
 		t.Errorf("DefaultConfig() (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff(want, Config{
-		JQ: JQConfig{}.withDefaults(), HTTP: HTTPConfig{}.withDefaults(), Render: RenderConfig{}.withDefaults(),
+		JQ: JQConfig{}.withDefaults(), HTTP: HTTPConfig{}.withDefaults(), Render: RenderConfig{}.withDefaults(), Workers: DefaultWorkers,
 	}); diff != "" {
 		t.Errorf("zero fields do not fall back to the defaults (-want +got):\n%s", diff)
 	}
