@@ -7,12 +7,12 @@ import (
 	"math"
 	"math/big"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/orchestra-mcp/orchestra/internal/bytesize"
 	"github.com/orchestra-mcp/orchestra/registry"
 )
 
@@ -226,12 +226,4 @@ func schemaFor[T any]() *jsonschema.Schema {
 }
 
 // formatBytes renders a byte count for messages.
-func formatBytes(n int64) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return strconv.FormatInt(n>>20, 10) + " MiB"
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return strconv.FormatInt(n>>10, 10) + " KiB"
-	}
-	return strconv.FormatInt(n, 10) + " bytes"
-}
+func formatBytes(n int64) string { return bytesize.Format(n) }
