@@ -96,6 +96,7 @@ type Engine struct {
 	lim    Limits
 	log    *slog.Logger
 	source string
+	mem    *Memory // shared by the engines With makes
 }
 
 // NewEngine returns an engine.
@@ -113,7 +114,8 @@ func NewEngine(opts Options) *Engine {
 	if opts.Tools == nil {
 		opts.Tools = registry.NewCatalog()
 	}
-	return &Engine{opts: opts, lim: opts.Limits.WithDefaults(), log: log, source: opts.ToolName}
+	lim := opts.Limits.WithDefaults()
+	return &Engine{opts: opts, lim: lim, log: log, source: opts.ToolName, mem: NewMemory(lim.MaxMemoryBytes)}
 }
 
 // With returns an engine that shares e's catalog and limits and whose runs
@@ -184,6 +186,7 @@ func (e *Engine) newRun(ctx context.Context, req *Request) *run {
 		outputs: map[*Step]any{},
 		started: time.Now(),
 	}
+	r.bytes = runBytes{mem: e.mem, limit: int64(r.lim.MaxRunBytes)}
 	r.info = &RunInfo{ExecID: r.execID, IDs: ids, Depth: r.depth, StartedAt: r.started, Source: e.source}
 	r.info.Traceparent, _ = toolcontext.TraceparentFrom(ctx)
 	if req.Plan != nil {

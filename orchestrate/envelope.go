@@ -257,17 +257,15 @@ func isArtifactEnvelope(m map[string]any) bool {
 	return a && b && c
 }
 
-// truncationMarker replaces an output too large for the response.
-func truncationMarker(data []byte, limit int) map[string]any {
-	preview := data
-	if n := min(limit/2, 1024); len(preview) > n {
-		preview = preview[:n]
-	}
+// truncationMarker replaces v, size bytes as JSON, when it is too large
+// for the response. Only the preview is encoded.
+func truncationMarker(v any, size, limit int) map[string]any {
+	preview := previewJSON(v, min(limit/2, 1024))
 	return map[string]any{
 		"_truncated": true,
-		"bytes":      len(data),
+		"bytes":      size,
 		"preview":    strings.ToValidUTF8(string(preview), "") + "…",
-		"message":    fmt.Sprintf("a value of %d bytes was truncated to fit the response; read the full record or narrow the output with json_query", len(data)),
+		"message":    fmt.Sprintf("a value of %d bytes was truncated to fit the response; read the full record or narrow the output with json_query", size),
 	}
 }
 
@@ -288,11 +286,9 @@ func capOutputs(a *Artifact, perStep, total int) {
 			return // json.Marshal fails on it
 		}
 		if size > perStep {
-			data, _ := json.Marshal(v)
-			sl.set(a, truncationMarker(data, perStep))
+			sl.set(a, truncationMarker(v, size, perStep))
 			a.Truncated = true
-			data, _ = json.Marshal(sl.get(a))
-			size = len(data)
+			size, _ = jsonSize(sl.get(a))
 		}
 		sl.size = size
 		all = append(all, sl)
@@ -323,8 +319,7 @@ func capOutputs(a *Artifact, perStep, total int) {
 		if size <= total {
 			break
 		}
-		data, _ := json.Marshal(s.get(a))
-		marker := truncationMarker(data, 256)
+		marker := truncationMarker(s.get(a), s.size, 256)
 		small, _ := json.Marshal(marker)
 		if len(small) >= s.size {
 			continue // a marker would not make the response smaller
@@ -393,32 +388,8 @@ func jsonSize(v any) (n int, ok bool) {
 		}
 		var buf [32]byte
 		return len(appendJSONFloat(buf[:0], v)), true
-	case map[string]any:
-		if v == nil {
-			return 4, true
-		}
-		n = 2 + max(len(v)-1, 0) // braces and commas
-		for k, e := range v {
-			m, ok := jsonSize(e)
-			if !ok {
-				return 0, false
-			}
-			n += jsonStringSize(k) + 1 + m
-		}
-		return n, true
-	case []any:
-		if v == nil {
-			return 4, true
-		}
-		n = 2 + max(len(v)-1, 0)
-		for _, e := range v {
-			m, ok := jsonSize(e)
-			if !ok {
-				return 0, false
-			}
-			n += m
-		}
-		return n, true
+	case map[string]any, []any:
+		return jsonSizeWithin(v, math.MaxInt)
 	}
 	data, err := json.Marshal(v)
 	if err != nil {

@@ -50,6 +50,7 @@ type run struct {
 	record   string // _metadata.record
 
 	halting atomic.Bool // nothing new starts
+	bytes   runBytes    // what the run's outputs and arguments hold
 }
 
 // observe turns state machine transitions into events for the observers.
@@ -696,6 +697,12 @@ func (r *run) runLeaf(ctx context.Context, s *Step) {
 		cancel()
 		if err == nil && !res.IsError {
 			out := res.Output()
+			if n, ok := jsonSizeWithin(out, r.lim.MaxRunBytes); ok {
+				if fail := r.bytes.charge(s.ID, int64(n)); fail != nil {
+					r.end(s, StatusFailed, nil, fail)
+					return
+				}
+			}
 			r.mu.Lock()
 			rec := r.records[s]
 			rec.SkillID = skillID(out)
@@ -821,9 +828,17 @@ func toolErrorMessage(text string, structured bool) string {
 	return cut + fmt.Sprintf(" (%d bytes in all)", len(text))
 }
 
-// resolveArgs resolves the templates in the arguments of s.
+// resolveArgs resolves the templates in the arguments of s, within
+// limits.max_argument_bytes: the budget is kept while resolving, so that a
+// value referenced a thousand times fails the step before it is copied
+// once too often.
 func (r *run) resolveArgs(s *Step) (map[string]any, *Error) {
 	var fail *Error
+	room := r.lim.MaxArgumentBytes
+	tooLarge := func(path []Seg) *Error {
+		return &Error{Code: CodeTooLarge, Message: fmt.Sprintf("the arguments resolve to more than %s of JSON (limits.max_argument_bytes), passing the limit at argument %s; "+
+			"pass less: select the fields the tool needs with json_query, or reference a value once", formatBytes(int64(r.lim.MaxArgumentBytes)), argName(path))}
+	}
 	// path is used as a stack; it is read only to name a failing argument.
 	var resolve func(v any, path []Seg) any
 	resolve = func(v any, path []Seg) any {
@@ -833,6 +848,9 @@ func (r *run) resolveArgs(s *Step) (map[string]any, *Error) {
 		switch v := v.(type) {
 		case string:
 			if !mayBeTemplate(v) {
+				if room -= len(v); room < 0 {
+					fail = tooLarge(path)
+				}
 				return v
 			}
 			t, err := r.tmpl.lookup(v)
@@ -840,10 +858,20 @@ func (r *run) resolveArgs(s *Step) (map[string]any, *Error) {
 				fail = &Error{Code: CodeTemplateError, Message: err.Error()}
 				return nil
 			}
-			out, err := r.resolveTemplate(t)
+			out, err := r.resolveTemplate(t, room)
+			var big *errTooLarge
+			if errors.As(err, &big) {
+				fail = tooLarge(path)
+				return nil
+			}
 			if err != nil {
 				fail = &Error{Code: CodeTemplateError, Message: fmt.Sprintf("argument %s: %v", argName(path), err)}
 				return nil
+			}
+			if n, ok := jsonSizeWithin(out, room); ok {
+				if room -= n; room < 0 {
+					fail = tooLarge(path)
+				}
 			}
 			return out
 		case map[string]any:
@@ -866,11 +894,16 @@ func (r *run) resolveArgs(s *Step) (map[string]any, *Error) {
 	if fail != nil {
 		return nil, fail
 	}
+	if err := r.bytes.charge(s.ID, int64(r.lim.MaxArgumentBytes-room)); err != nil {
+		return nil, err
+	}
 	m, _ := args.(map[string]any)
 	return m, nil
 }
 
-func (r *run) resolveTemplate(t *Template) (any, error) {
+// resolveTemplate resolves t; an interpolated string longer than room
+// fails with *errTooLarge before it is built.
+func (r *run) resolveTemplate(t *Template, room int) (any, error) {
 	switch t.Kind {
 	case Literal:
 		return t.Literal, nil
@@ -888,8 +921,14 @@ func (r *run) resolveTemplate(t *Template) (any, error) {
 			return nil, err
 		}
 		if s, ok := v.(string); ok {
+			if len(b)+len(s) > room {
+				return nil, &errTooLarge{room}
+			}
 			b = append(b, s...)
 			continue
+		}
+		if n, ok := jsonSizeWithin(v, room-len(b)); ok && len(b)+n > room {
+			return nil, &errTooLarge{room}
 		}
 		data, err := json.Marshal(v)
 		if err != nil {
@@ -930,6 +969,7 @@ func (r *run) resolveRef(ref *Ref) (any, error) {
 
 // finish builds the envelope and fires nothing further.
 func (r *run) finish(ctx context.Context) *Envelope {
+	defer r.bytes.releaseAll()
 	env := r.envelope()
 	r.final = env
 	// The final transition happened already; tell observers about the envelope.
