@@ -253,7 +253,7 @@ func Parse(data []byte, lookup func(string) (string, bool)) (*Config, error) {
 func (c *Config) validate() error {
 	var problems []string
 	l := c.Limits
-	for name, v := range map[string]int{"max_depth": l.MaxDepth, "max_steps": l.MaxSteps, "max_parallel": l.MaxParallel, "max_nesting": l.MaxNesting, "max_attempts": l.MaxAttempts, "max_step_output_bytes": l.MaxStepOutputBytes, "max_response_bytes": l.MaxResponseBytes, "max_templates": l.MaxTemplates, "planner_attempts": l.PlannerAttempts, "max_tool_steps": l.MaxToolSteps, "max_concurrent_plans": l.MaxConcurrentPlans} {
+	for name, v := range map[string]int{"max_depth": l.MaxDepth, "max_steps": l.MaxSteps, "max_parallel": l.MaxParallel, "max_nesting": l.MaxNesting, "max_attempts": l.MaxAttempts, "max_step_output_bytes": l.MaxStepOutputBytes, "max_response_bytes": l.MaxResponseBytes, "max_templates": l.MaxTemplates, "max_argument_bytes": l.MaxArgumentBytes, "max_run_bytes": l.MaxRunBytes, "planner_attempts": l.PlannerAttempts, "max_tool_steps": l.MaxToolSteps, "max_concurrent_plans": l.MaxConcurrentPlans} {
 		if v < 0 {
 			problems = append(problems, fmt.Sprintf("limits.%s must not be negative", name))
 		}
@@ -266,6 +266,9 @@ func (c *Config) validate() error {
 	}
 	if l.PlanTimeout < 0 {
 		problems = append(problems, "limits.plan_timeout must not be negative")
+	}
+	if l.MaxMemoryBytes < 0 {
+		problems = append(problems, "limits.max_memory_bytes must not be negative")
 	}
 	if l.MaxDownstreamResponseBytes < 0 {
 		problems = append(problems, "limits.max_downstream_response_bytes must not be negative")

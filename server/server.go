@@ -234,6 +234,9 @@ func (a *App) track(h mcp.ToolHandler) mcp.ToolHandler {
 			return orchestrate.Result(a.Engine.Reject(ctx, []*orchestrate.Issue{{Code: orchestrate.CodeBusy, Message: fmt.Sprintf("the server is running %d plans, its limit (limits.max_concurrent_plans): retry in a moment, or raise the limit in the configuration file", limit)}})), nil
 		}
 		defer a.plans.done()
+		if issue := a.Engine.Admit(); issue != nil {
+			return orchestrate.Result(a.Engine.Reject(ctx, []*orchestrate.Issue{issue})), nil
+		}
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		stop := context.AfterFunc(a.drain, cancel)
