@@ -258,16 +258,20 @@ func (s *server) connect(ctx context.Context) (*connection, error) {
 	var t mcp.Transport
 	if s.cfg.URL != "" {
 		c.http = http.DefaultTransport.(*http.Transport).Clone()
+		var rt http.RoundTripper = &headerTransport{base: c.http, headers: s.cfg.Headers}
+		if limit := s.m.opts.MaxResponseBytes; limit > 0 {
+			rt = &limitTransport{base: rt, limit: limit, notes: s.notes(), onDrop: s.dropped()}
+		}
 		t = &mcp.StreamableClientTransport{
 			Endpoint:   s.cfg.URL,
-			HTTPClient: &http.Client{Transport: &headerTransport{base: c.http, headers: s.cfg.Headers}},
+			HTTPClient: &http.Client{Transport: rt},
 		}
 	} else {
 		st, err := s.command()
 		if err != nil {
 			return nil, err
 		}
-		c.cmd = st.cmd.Command
+		c.cmd = st.cmd
 		t = st
 	}
 	session, err := client.Connect(ctx, t, nil)
@@ -392,6 +396,29 @@ func (s *server) tool(t *mcp.Tool) registry.Tool {
 		SchemaProblem: strings.Join(problems, "; "),
 		Call:          s.caller(name, t.Name, resolvedOut),
 	}
+}
+
+// notes returns a limiter for the notifications of one connection.
+func (s *server) notes() *notificationLimiter {
+	return newNotificationLimiter(func(method string, n int) {
+		s.log.Warn("dropped notifications from the server", "method", strings.Trim(method, `"`), "count", n,
+			"why", "log notifications are not relayed, and others are limited to 200 a second")
+	})
+}
+
+// dropped returns how a connection reports what its filter dropped.
+func (s *server) dropped() func(reason string, sample []byte) {
+	d := &dropReporter{report: func(reason string, sample []byte, more int) {
+		attrs := []any{"what", reason}
+		if len(sample) > 0 {
+			attrs = append(attrs, "sample", string(sample))
+		}
+		if more > 0 {
+			attrs = append(attrs, "dropped_since_last_report", more)
+		}
+		s.log.Warn("dropped output of the server", attrs...)
+	}}
+	return d.drop
 }
 
 func (s *server) closeStderr() {

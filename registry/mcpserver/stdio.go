@@ -4,11 +4,14 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"slices"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -17,17 +20,84 @@ import (
 // lines are split.
 const maxStderrLine = 64 << 10
 
-// stdioTransport is an mcp.CommandTransport whose child writes its stderr
-// to a pipe that the manager logs line by line.
+// stdioTransport starts a server's process and talks to it over its
+// stdin and stdout, like mcp.CommandTransport, but reads its stdout
+// through a lineFilter; the child writes its stderr to a pipe that the
+// manager logs line by line.
 type stdioTransport struct {
-	cmd     *mcp.CommandTransport
+	cmd     *exec.Cmd
 	stderrW *os.File // the child's end, closed here once the child has it
+	limit   int64    // the largest message, as Options.MaxResponseBytes
+	notes   *notificationLimiter
+	onDrop  func(reason string, sample []byte)
 }
 
 func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
-	conn, err := t.cmd.Connect(ctx)
-	_ = t.stderrW.Close()
-	return conn, err
+	defer t.stderrW.Close()
+	stdout, err := t.cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdin, err := t.cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := t.cmd.Start(); err != nil {
+		return nil, err
+	}
+	limit := t.limit
+	if limit <= 0 {
+		limit = mcp.DefaultMaxLineLength
+	}
+	return (&mcp.IOTransport{
+		Reader:        newLineFilter(stdout, limit, t.notes, t.onDrop),
+		Writer:        &procWriter{cmd: t.cmd, stdin: stdin, grace: terminateGrace},
+		MaxLineLength: int(limit + frameSlack + 1),
+	}).Connect(ctx)
+}
+
+// procWriter writes to a server's stdin; closing it ends the server as the
+// MCP specification asks: close its stdin, wait, then SIGTERM, then
+// SIGKILL.
+type procWriter struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	grace time.Duration
+}
+
+func (w *procWriter) Write(p []byte) (int, error) { return w.stdin.Write(p) }
+
+func (w *procWriter) Close() error {
+	if err := w.stdin.Close(); err != nil {
+		return fmt.Errorf("closing stdin: %w", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- w.cmd.Wait() }()
+	wait := func() (error, bool) {
+		t := time.NewTimer(w.grace)
+		defer t.Stop()
+		select {
+		case err := <-exited:
+			return err, true
+		case <-t.C:
+			return nil, false
+		}
+	}
+	if err, ok := wait(); ok {
+		return err
+	}
+	if err := w.cmd.Process.Signal(syscall.SIGTERM); err == nil {
+		if err, ok := wait(); ok {
+			return err
+		}
+	}
+	if err := w.cmd.Process.Kill(); err != nil {
+		return err
+	}
+	if err, ok := wait(); ok {
+		return err
+	}
+	return errors.New("the server's process does not exit")
 }
 
 // command prepares the server's process: orchestra's environment plus the
@@ -55,10 +125,7 @@ func (s *server) command() (*stdioTransport, error) {
 		s.mu.Unlock()
 		_ = r.Close()
 	}()
-	return &stdioTransport{
-		cmd:     &mcp.CommandTransport{Command: cmd, TerminateDuration: terminateGrace},
-		stderrW: w,
-	}, nil
+	return &stdioTransport{cmd: cmd, stderrW: w, limit: s.m.opts.MaxResponseBytes, notes: s.notes(), onDrop: s.dropped()}, nil
 }
 
 // logStderr logs each line of r until EOF.
