@@ -41,7 +41,7 @@ type httpOutput struct {
 	Status       int               `json:"status" jsonschema:"The HTTP status code. 4xx and 5xx are results, not failures: check it."`
 	Headers      map[string]string `json:"headers" jsonschema:"Response headers with lower-case names (e.g. content-type); repeated headers are joined with \", \"."`
 	Body         string            `json:"body" jsonschema:"The response body as text (base64 when body_encoding is base64)."`
-	BodyEncoding string            `json:"body_encoding" jsonschema:"utf-8, or base64 when the body is not valid UTF-8 text."`
+	BodyEncoding string            `json:"body_encoding" jsonschema:"utf-8, or base64 when the body is not UTF-8 text or holds NUL bytes (binary data)."`
 	JSON         any               `json:"json" jsonschema:"The body parsed as JSON when the response is JSON (content-type application/json or +json) and not truncated; otherwise null."`
 	Truncated    bool              `json:"truncated" jsonschema:"True when the body was longer than the configured limit and was cut."`
 	URL          string            `json:"url" jsonschema:"The final URL, after redirects."`
@@ -233,7 +233,10 @@ func (h *httpTool) call(ctx context.Context, args map[string]any) (*registry.Res
 			body = body[:len(body)-1]
 		}
 	}
-	if utf8.Valid(body) {
+	// Text is sent as it is; bytes that are not UTF-8, or that hold NUL
+	// (binary data, or a decompression bomb of zeros, which JSON would
+	// escape to six times its size), as base64.
+	if utf8.Valid(body) && bytes.IndexByte(body, 0) < 0 {
 		out["body"] = string(body)
 	} else {
 		out["body"] = base64.StdEncoding.EncodeToString(body)

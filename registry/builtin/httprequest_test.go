@@ -1,6 +1,7 @@
 package builtin
 
 import (
+	"compress/gzip"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -8,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -216,6 +218,40 @@ func TestHTTPRequestBodyLimit(t *testing.T) {
 				t.Errorf("got body %q truncated %v json %v, want body %q truncated %v json null", out["body"], out["truncated"], out["json"], tt.body, tt.truncated)
 			}
 		})
+	}
+}
+
+// TestHTTPRequestGzipBomb: a small compressed answer that inflates to
+// gigabytes is read no further than the limit, and its zeros are sent as
+// base64, not as JSON escapes six times their size.
+func TestHTTPRequestGzipBomb(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Encoding", "gzip")
+		w.Header().Set("Content-Type", "text/plain")
+		zw := gzip.NewWriter(w)
+		zeros := make([]byte, 1<<20)
+		for range 1024 { // 1 GiB inflated
+			if _, err := zw.Write(zeros); err != nil {
+				return
+			}
+		}
+		zw.Close()
+	}))
+	defer srv.Close()
+	tool := HTTPRequest(HTTPConfig{AllowedHosts: []string{"127.0.0.1"}, AllowPrivateNetworks: true, MaxResponseBytes: 1 << 20})
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	res, err := call(t, tool, fmt.Sprintf(`{"url": %q}`, srv.URL))
+	runtime.ReadMemStats(&after)
+	if err != nil || res.IsError {
+		t.Fatalf("got %v, %v", res.Text(), err)
+	}
+	out := res.Output().(map[string]any)
+	if out["truncated"] != true || out["body_encoding"] != "base64" || len(out["body"].(string)) > 1400000 {
+		t.Errorf("got truncated %v, encoding %v, %d bytes of body", out["truncated"], out["body_encoding"], len(out["body"].(string)))
+	}
+	if grown := after.TotalAlloc - before.TotalAlloc; grown > 32<<20 {
+		t.Errorf("a 1 MiB limit cost %d MiB", grown>>20)
 	}
 }
 
