@@ -13,6 +13,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/orchestra-mcp/orchestra/registry/builtin"
 )
 
 // HTTPOptions configure the Streamable HTTP transport.
@@ -144,6 +146,7 @@ func (a *App) ServeHTTP(ctx context.Context, ln net.Listener, opts HTTPOptions) 
 	// reqs counts requests that expect an answer; GET streams stay open for
 	// as long as a session lives and are not waited for.
 	var reqs inflight
+	defer builtin.Listening(ln.Addr())() // http_request refuses to call this server
 	h := a.HTTPHandler(opts)
 	srv := &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"net/http"
+	"strconv"
 
 	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -18,6 +19,7 @@ import (
 func (a *App) orchestrateHandler() mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		ctx = withRequestID(ctx)
+		ctx = withHeaderDepth(ctx, req)
 		ids, _ := toolcontext.IDsFrom(ctx)
 		ro := orchestrate.RunOptions{Logger: a.log.With("request_id", ids.RequestID)}
 		if p := newProgress(ctx, req); p != nil {
@@ -34,6 +36,21 @@ func (a *App) orchestrateHandler() mcp.ToolHandler {
 			},
 		})(ctx, req)
 	}
+}
+
+// withHeaderDepth raises the depth in ctx to the one an HTTP request
+// carries in its Orchestra-Depth header: http_request sends it, so that a
+// plan that posts to an orchestra's /mcp (a request the _meta of which the
+// plan itself writes) cannot reset the count.
+func withHeaderDepth(ctx context.Context, req *mcp.CallToolRequest) context.Context {
+	if req.Extra == nil || req.Extra.Header == nil {
+		return ctx
+	}
+	d, err := strconv.Atoi(req.Extra.Header.Get(toolcontext.HeaderDepth))
+	if err != nil || d < 0 || d <= toolcontext.Depth(ctx) {
+		return ctx
+	}
+	return toolcontext.WithDepth(ctx, d)
 }
 
 // withRequestID gives ctx a request id when it has none, so that every log

@@ -24,6 +24,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/orchestra-mcp/orchestra/registry"
+	"github.com/orchestra-mcp/orchestra/toolcontext"
 )
 
 // httpInput documents the arguments of http_request.
@@ -107,15 +108,22 @@ func newHTTPTool(cfg HTTPConfig, exempt func(netip.AddrPort) bool) *httpTool {
 	if exempt == nil {
 		exempt = cfg.AllowAddr
 	}
-	if !cfg.AllowPrivateNetworks {
-		dialer.ControlContext = func(ctx context.Context, network, address string, c syscall.RawConn) error {
-			if exempt != nil {
-				if ap, err := netip.ParseAddrPort(address); err == nil && exempt(ap) {
-					return nil
-				}
-			}
-			return guardDial(ctx, network, address, c)
+	own := hostAddrs
+	dialer.ControlContext = func(_ context.Context, _, address string, _ syscall.RawConn) error {
+		ap, err := netip.ParseAddrPort(address)
+		if err != nil {
+			return &blockedAddrError{addr: address, reason: "unparsable address"}
 		}
+		if exempt != nil && exempt(ap) {
+			return nil
+		}
+		if selfAddr(ap, own) {
+			return &selfError{addr: ap.String()}
+		}
+		if cfg.AllowPrivateNetworks {
+			return nil
+		}
+		return guardDial(address, own)
 	}
 	transport := &http.Transport{
 		// No proxy: a proxy would be the address dialed, and the guard
@@ -191,6 +199,12 @@ func (h *httpTool) call(ctx context.Context, args map[string]any) (*registry.Res
 	req, timeout, err := h.buildRequest(args)
 	if err != nil {
 		return nil, err
+	}
+	// The orchestration context goes along, whatever the plan's headers
+	// say: an orchestra that receives the request counts from this depth.
+	req.Header.Set(toolcontext.HeaderDepth, strconv.Itoa(toolcontext.Depth(ctx)))
+	if tp, ok := toolcontext.TraceparentFrom(ctx); ok {
+		req.Header.Set(toolcontext.HeaderTraceparent, tp)
 	}
 	reqCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -268,12 +282,15 @@ func isJSONContentType(ct string) bool {
 // else may work on a retry.
 func (h *httpTool) transportError(ctx context.Context, req *http.Request, timeout time.Duration, err error) error {
 	var (
+		self     *selfError
 		blocked  *blockedAddrError
 		host     *hostNotAllowedError
 		limit    *redirectLimitError
 		redirect *badRedirectError
 	)
 	switch {
+	case errors.As(err, &self):
+		return argErrorf("http_request: %s %s: %v", req.Method, req.URL.Redacted(), self)
 	case errors.As(err, &blocked):
 		return argErrorf("http_request: %s %s: %v", req.Method, req.URL.Redacted(), blocked)
 	case errors.As(err, &host):

@@ -451,49 +451,6 @@ func TestHostMatcher(t *testing.T) {
 	}
 }
 
-func TestClassifyAddr(t *testing.T) {
-	tests := []struct {
-		addr   string
-		reason string // "" for public
-	}{
-		{"127.0.0.1", "loopback address"},
-		{"127.255.0.9", "loopback address"},
-		{"::1", "loopback address"},
-		{"10.1.2.3", "private address"},
-		{"172.16.0.1", "private address"},
-		{"172.31.255.255", "private address"},
-		{"192.168.1.1", "private address"},
-		{"fc00::1", "private address"},
-		{"fd12:3456::1", "private address"},
-		{"169.254.169.254", "link-local address"},
-		{"fe80::1", "link-local address"},
-		{"fe80::1%eth0", "link-local address"},
-		{"0.0.0.0", "unspecified address"},
-		{"::", "unspecified address"},
-		{"0.1.2.3", `"this network" address`},
-		{"224.0.0.1", "multicast address"},
-		{"ff02::1", "multicast address"},
-		{"100.64.0.1", "carrier-grade NAT address"},
-		{"100.127.255.254", "carrier-grade NAT address"},
-		{"255.255.255.255", "reserved address"},
-		{"::ffff:10.0.0.1", "private address"},
-		{"::ffff:127.0.0.1", "loopback address"},
-		{"64:ff9b::7f00:1", "loopback address"},
-		{"2002:a9fe:a9fe::1", "link-local address"},
-		{"8.8.8.8", ""},
-		{"1.1.1.1", ""},
-		{"172.32.0.1", ""},
-		{"100.128.0.1", ""},
-		{"2606:4700:4700::1111", ""},
-		{"64:ff9b::808:808", ""},
-	}
-	for _, tt := range tests {
-		if got := classifyAddr(netip.MustParseAddr(tt.addr)); got != tt.reason {
-			t.Errorf("classifyAddr(%s) = %q, want %q", tt.addr, got, tt.reason)
-		}
-	}
-}
-
 func TestHTTPRequestDescription(t *testing.T) {
 	desc := HTTPRequest(HTTPConfig{AllowedHosts: []string{"api.example.com"}}).Description
 	for _, want := range []string{"NOT tool failures", "api.example.com", "non-public addresses are refused", "at most 5 redirects", "30s", "4 MiB"} {
