@@ -36,6 +36,10 @@ type Options struct {
 	// Record, when set, names the execution record of a run, given its exec
 	// id, in the envelope's _metadata.record.
 	Record func(execID string) string
+	// Redact, when set, cuts secrets out of the messages of errors before
+	// anything sees them: the envelope, the observers, the records. A
+	// tool's or a model provider's error may quote a credential.
+	Redact func(string) string
 	// StepContext, when set, returns the context a tool step's tool is
 	// called with (every attempt), derived from ctx: tracing puts the step's
 	// span there. It runs on the step's goroutine after the step started.

@@ -493,6 +493,7 @@ func (r *run) end(s *Step, status string, out any, err *Error) {
 	if err != nil && err.StepID == "" {
 		err.StepID = s.ID
 	}
+	r.redactError(err)
 	r.mu.Unlock()
 }
 
@@ -1044,6 +1045,10 @@ func (r *run) envelope() *Envelope {
 		}
 	}
 	a.Errors = append(a.Errors, r.errors...)
+	for _, e := range a.Errors {
+		r.redactError(e)
+	}
+	r.redactIssues(a.ValidationErrors)
 	// The errors of tool steps and of skipped steps, except the losers a
 	// won first_success race cancelled: cancelling them is the strategy
 	// working, not a failure.
