@@ -16,11 +16,12 @@ import (
 	"github.com/orchestra-mcp/orchestra/config"
 	"github.com/orchestra-mcp/orchestra/fsm"
 	"github.com/orchestra-mcp/orchestra/internal/boundedmap"
+	"github.com/orchestra-mcp/orchestra/internal/redact"
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 )
 
 // Redacted replaces secrets in log lines.
-const Redacted = "[REDACTED]"
+const Redacted = redact.Marker
 
 // secretKey matches attribute keys whose values are secrets whatever they
 // hold.
@@ -30,7 +31,8 @@ var secretKey = regexp.MustCompile(`(?i)(authorization|password|passwd|secret|to
 var credentialText = regexp.MustCompile(`(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{4,}`)
 
 // Secrets returns the values of cfg that must never be logged: the
-// environment values and headers of downstream servers, the bearer tokens
+// environment values, headers and URL credentials and query values of
+// downstream servers (mcpserver.ServerConfig.Secrets), the bearer tokens
 // of HTTP authentication and the planner's API key, plus the values of
 // environment variables whose names say they are secrets. Short values
 // (under 4 bytes) are left out: they would redact ordinary words.
@@ -43,14 +45,8 @@ func Secrets(cfg *config.Config) []string {
 	}
 	if cfg != nil {
 		for _, s := range cfg.MCPServers {
-			for _, v := range s.Env {
+			for _, v := range s.Secrets() {
 				add(v)
-			}
-			for _, v := range s.Headers {
-				add(v)
-				if _, tok, ok := strings.Cut(v, " "); ok {
-					add(strings.TrimSpace(tok))
-				}
 			}
 		}
 		if p := cfg.Planner; p != nil {
@@ -164,12 +160,12 @@ func (r *RedactingHandler) attr(a slog.Attr) slog.Attr {
 }
 
 // text cuts secrets out of s.
-func (r *RedactingHandler) text(s string) string {
-	for _, sec := range r.secrets {
-		if strings.Contains(s, sec) {
-			s = strings.ReplaceAll(s, sec, Redacted)
-		}
-	}
+func (r *RedactingHandler) text(s string) string { return RedactText(s, r.secrets) }
+
+// RedactText cuts out of s every one of secrets (see [Secrets]) and every
+// "Bearer ..." or "Basic ..." credential.
+func RedactText(s string, secrets []string) string {
+	s = redact.Secrets(secrets).String(s)
 	if !mayHoldCredential(s) {
 		return s
 	}

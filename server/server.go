@@ -131,6 +131,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		Observers:   []orchestrate.Observer{newRecorder(a.store, log).observe, logObserver(log), a.tel.Observer()},
 		StepContext: a.tel.StepContext,
 		Record:      RecordURI,
+		Redact:      func(s string) string { return RedactText(s, a.secrets) },
 	})
 	if a.planner, err = newPlanner(cfg, cat, a.Engine, forbidden, log); err != nil {
 		return nil, err

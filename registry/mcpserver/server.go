@@ -16,6 +16,8 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/orchestra-mcp/orchestra/internal/redact"
 	"github.com/orchestra-mcp/orchestra/registry"
 )
 
@@ -26,8 +28,10 @@ type server struct {
 	cfg  ServerConfig
 	log  *slog.Logger
 
-	refresh  chan struct{} // tools/list_changed arrived
-	disabled bool          // set once by NewManager
+	refresh  chan struct{}  // tools/list_changed arrived
+	disabled bool           // set once by NewManager
+	tooDeep  bool           // disabled for the process's depth
+	secrets  redact.Secrets // cut out of errors and logs
 
 	mu             sync.Mutex
 	state          State
@@ -74,7 +78,7 @@ func (s *server) setStateLocked(st State, err error) {
 	if s.state != st {
 		s.since = time.Now()
 	}
-	s.state, s.err = st, err
+	s.state, s.err = st, s.secrets.Error(err)
 }
 
 func (s *server) status() ServerStatus {
@@ -295,13 +299,18 @@ func (s *server) connect(ctx context.Context) (*connection, error) {
 }
 
 // describe names the server's endpoint for messages: the command, or the
-// URL without its query (which may carry secrets). Header values are never
-// part of it.
+// URL without its credentials and query (which may carry secrets). Header
+// values are never part of it.
 func (s *server) describe() string {
 	if s.cfg.URL != "" {
 		u := s.cfg.URL
 		if i := strings.IndexAny(u, "?#"); i >= 0 {
 			u = u[:i]
+		}
+		if scheme, rest, ok := strings.Cut(u, "://"); ok {
+			if at := strings.LastIndexByte(rest, '@'); at >= 0 {
+				u = scheme + "://" + rest[at+1:]
+			}
 		}
 		return u
 	}

@@ -6,9 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
+	"path"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -100,13 +104,13 @@ func (w *procWriter) Close() error {
 	return errors.New("the server's process does not exit")
 }
 
-// command prepares the server's process: orchestra's environment plus the
-// configured one, its own process group that dies with orchestra, and
-// stderr to the log.
+// command prepares the server's process: a minimal environment (see
+// ServerConfig.environ), its own process group that dies with orchestra,
+// and stderr to the log.
 func (s *server) command() (*stdioTransport, error) {
 	cmd := exec.Command(s.cfg.Command, s.cfg.Args...)
 	cmd.Dir = s.cfg.Cwd
-	cmd.Env = mergeEnv(os.Environ(), s.cfg.Env)
+	cmd.Env = s.cfg.environ(os.Environ(), ProcessDepth()+1)
 	configureCmd(cmd)
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -148,27 +152,62 @@ func (s *server) logStderr(r io.Reader) {
 	}
 }
 
-// mergeEnv returns base with the variables of extra set, replacing
-// variables of the same name.
-func mergeEnv(base []string, extra map[string]string) []string {
-	if len(extra) == 0 {
-		return base
+// BaseEnv lists the variables of orchestra's environment that every stdio
+// server gets: what programs need to run (PATH, HOME, the user, shell,
+// terminal, temporary directory, time zone, locale, and their Windows
+// counterparts), and nothing that usually holds a secret. ServerConfig's
+// InheritEnv adds others, its Env sets values.
+var BaseEnv = []string{
+	"PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "TMPDIR", "TZ", "LANG", "LANGUAGE", "LC_*",
+	"APPDATA", "COMSPEC", "HOMEDRIVE", "HOMEPATH", "LOCALAPPDATA", "PATHEXT", "PROCESSOR_ARCHITECTURE",
+	"PROGRAMFILES", "SYSTEMDRIVE", "SYSTEMROOT", "TEMP", "TMP", "USERNAME", "USERPROFILE", "WINDIR",
+}
+
+// EnvDepth is the variable that tells an orchestra started as a stdio
+// server how many orchestras it runs under.
+const EnvDepth = "ORCHESTRA_DEPTH"
+
+// ProcessDepth returns how many orchestras this process runs under, as a
+// stdio server of one that runs as a stdio server of another...: 0 for an
+// orchestra started otherwise.
+func ProcessDepth() int {
+	d, err := strconv.Atoi(os.Getenv(EnvDepth))
+	if err != nil || d < 0 {
+		return 0
 	}
-	out := make([]string, 0, len(base)+len(extra))
-	for _, kv := range base {
+	return d
+}
+
+// environ returns the environment of the server's process: the variables
+// of parent that BaseEnv and InheritEnv name, then Env, then EnvDepth set
+// to depth.
+func (c ServerConfig) environ(parent []string, depth int) []string {
+	patterns := append(slices.Clone(BaseEnv), c.InheritEnv...)
+	out := make([]string, 0, len(BaseEnv)+len(c.Env)+1)
+	for _, kv := range parent {
 		k, _, _ := strings.Cut(kv, "=")
-		if _, ok := extra[k]; !ok {
-			out = append(out, kv)
+		if _, set := c.Env[k]; set || k == EnvDepth {
+			continue
 		}
-	}
-	for _, k := range slices.Sorted(func(yield func(string) bool) {
-		for k := range extra {
-			if !yield(k) {
-				return
+		for _, p := range patterns {
+			if envMatch(p, k) {
+				out = append(out, kv)
+				break
 			}
 		}
-	}) {
-		out = append(out, k+"="+extra[k])
 	}
-	return out
+	for _, k := range slices.Sorted(maps.Keys(c.Env)) {
+		out = append(out, k+"="+c.Env[k])
+	}
+	return append(out, EnvDepth+"="+strconv.Itoa(depth))
+}
+
+// envMatch reports whether the variable name matches pattern; on Windows,
+// where names are not case-sensitive, in any case.
+func envMatch(pattern, name string) bool {
+	if runtime.GOOS == "windows" {
+		pattern, name = strings.ToUpper(pattern), strings.ToUpper(name)
+	}
+	ok, _ := path.Match(pattern, name)
+	return ok
 }

@@ -5,8 +5,8 @@
 // of standard output once it accepts connections. Its tools cover the cases a
 // client of downstream servers must handle: structured output, slow calls,
 // tool errors, a crash mid-call, progress, text-only and malformed results,
-// large results, stray output on stdout, and tools added after start
-// (tools/list_changed).
+// large results, stray output on stdout, its environment, and tools
+// added after start (tools/list_changed).
 //
 // With -fail-start it exits at once with status 2, like a server that cannot
 // start.
@@ -151,6 +151,10 @@ type (
 
 	noArgs struct{}
 
+	envOut struct {
+		Env []string `json:"env"`
+	}
+
 	strayIn struct {
 		Lines int    `json:"lines"`
 		Text  string `json:"text"`
@@ -229,6 +233,11 @@ func newServer(stderr io.Writer) *mcp.Server {
 	mcp.AddTool(s, &mcp.Tool{Name: "big", Description: "Returns a text block of the given size."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in bigIn) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("x", in.Bytes)}}}, nil, nil
+		})
+
+	mcp.AddTool(s, &mcp.Tool{Name: "env", Description: "Returns the names and values of its environment variables."},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ noArgs) (*mcp.CallToolResult, envOut, error) {
+			return nil, envOut{Env: os.Environ()}, nil
 		})
 
 	mcp.AddTool(s, &mcp.Tool{Name: "stray", Description: "Over stdio, writes lines of text straight to stdout (a stray print, or raw JSON-RPC such as a flood of notifications), then returns."},
