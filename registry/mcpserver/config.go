@@ -23,8 +23,8 @@ type ServerConfig struct {
 	Args []string `json:"args,omitempty" yaml:"args,omitempty"`
 	// Env sets variables of the command's environment, which otherwise
 	// holds only a few of orchestra's own (PATH, HOME, the user, shell,
-	// terminal, temporary directory, time zone and locale; see BaseEnv)
-	// and those InheritEnv names.
+	// terminal, temporary directory, time zone, locale and XDG
+	// directories; see BaseEnv) and those InheritEnv names.
 	Env map[string]string `json:"env,omitempty" yaml:"env,omitempty"`
 	// InheritEnv names more variables of orchestra's environment to pass
 	// to the command: names, or patterns such as "AWS_*"; ["*"] passes

@@ -154,11 +154,12 @@ func (s *server) logStderr(r io.Reader) {
 
 // BaseEnv lists the variables of orchestra's environment that every stdio
 // server gets: what programs need to run (PATH, HOME, the user, shell,
-// terminal, temporary directory, time zone, locale, and their Windows
-// counterparts), and nothing that usually holds a secret. ServerConfig's
+// terminal, temporary directory, time zone, locale, the XDG base
+// directories, and their Windows counterparts), and nothing that usually
+// holds a secret. ServerConfig's
 // InheritEnv adds others, its Env sets values.
 var BaseEnv = []string{
-	"PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "TMPDIR", "TZ", "LANG", "LANGUAGE", "LC_*",
+	"PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "TMPDIR", "TZ", "LANG", "LANGUAGE", "LC_*", "XDG_*",
 	"APPDATA", "COMSPEC", "HOMEDRIVE", "HOMEPATH", "LOCALAPPDATA", "PATHEXT", "PROCESSOR_ARCHITECTURE",
 	"PROGRAMFILES", "SYSTEMDRIVE", "SYSTEMROOT", "TEMP", "TMP", "USERNAME", "USERPROFILE", "WINDIR",
 }
