@@ -88,7 +88,7 @@ func (rc *recorder) observe(ev orchestrate.Event) {
 	defer cancel()
 
 	if !known {
-		run := store.Run{ExecID: info.ExecID, RequestID: info.IDs.RequestID, Tool: info.Source, StartedAt: info.StartedAt, StepCount: info.Leaves}
+		run := store.Run{ExecID: info.ExecID, RequestID: info.IDs.RequestID, Owner: info.IDs.UserID, Tool: info.Source, StartedAt: info.StartedAt, StepCount: info.Leaves}
 		if run.Tool == "" {
 			run.Tool = orchestrate.ToolName
 		}

@@ -20,6 +20,7 @@ func (a *App) orchestrateHandler() mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		ctx = withRequestID(ctx)
 		ctx = withHeaderDepth(ctx, req)
+		ctx = withCaller(ctx, req)
 		ids, _ := toolcontext.IDsFrom(ctx)
 		ro := orchestrate.RunOptions{Logger: a.log.With("request_id", ids.RequestID)}
 		if p := newProgress(ctx, req); p != nil {
@@ -51,6 +52,17 @@ func withHeaderDepth(ctx context.Context, req *mcp.CallToolRequest) context.Cont
 		return ctx
 	}
 	return toolcontext.WithDepth(ctx, d)
+}
+
+// withCaller records the authenticated caller of req, if any, as the
+// user id of its runs: their records belong to it (see ownerScope).
+func withCaller(ctx context.Context, req *mcp.CallToolRequest) context.Context {
+	if req.Extra == nil || req.Extra.TokenInfo == nil || req.Extra.TokenInfo.UserID == "" {
+		return ctx
+	}
+	ids, _ := toolcontext.IDsFrom(ctx)
+	ids.UserID = req.Extra.TokenInfo.UserID
+	return toolcontext.WithIDs(ctx, ids)
 }
 
 // withRequestID gives ctx a request id when it has none, so that every log
