@@ -53,9 +53,14 @@ func validate(p *Plan, tools Tools, lim Limits, bindings map[string]any, forbidd
 func validateCached(p *Plan, tools Tools, lim Limits, bindings map[string]any, forbidden func(string) bool, tmpl templateCache) *Validation {
 	all := p.All()
 	v := &validator{tools: tools, lim: lim, forbidden: forbidden, bindings: bindings, plan: p, byName: make(map[string]*Step, len(all)), all: all, tmpl: tmpl}
-	v.limits()
+	// A plan over max_steps or max_nesting is refused for that alone: its
+	// steps are not checked, so that 14,000 unknown tools cost no
+	// "did you mean" search each.
+	if v.limits(); len(v.res.Errors) > 0 && (v.res.Errors[0].Code == CodeTooManySteps || v.res.Errors[0].Code == CodeTooDeep) {
+		v.all = nil
+	}
 	v.ids()
-	for _, s := range all {
+	for _, s := range v.all {
 		if s.IsGroup() {
 			continue
 		}
