@@ -44,10 +44,10 @@ func (a *App) Store() *store.Store { return a.store }
 const storeTimeout = 10 * time.Second
 
 // recorder is the engine observer that keeps the execution records: it
-// queues a run's start at its first transition, each step as it starts and
-// ends, and the run's end with the envelope. The store's writer commits
-// them in the background, and reads of the store wait for them, so a
-// record read after a response is complete.
+// queues a run's start at its first transition and each step as it starts
+// and ends, which the store's writer commits in the background, and writes
+// the run's end with the envelope, waiting for its commit: the response
+// comes after it.
 type recorder struct {
 	st  *store.Store
 	log *slog.Logger
@@ -152,8 +152,12 @@ func (rc *recorder) finish(ctx context.Context, info *orchestrate.RunInfo, env *
 		}
 	}
 	// The envelope is encoded here too: the CLI's ask adds the model's answer
-	// to it after the run, and the record keeps the run's own.
-	if err := rc.st.QueueFinishRun(ctx, info.ExecID, status, marshal(env), time.Time{}); err != nil {
+	// to it after the run, and the record keeps the run's own. The end is
+	// committed, with everything queued before it, before the run answers:
+	// a run that was answered is in the records as finished, even if the
+	// process is killed right after. (Batching still holds: the writer
+	// commits the ends of concurrent runs together, without its delay.)
+	if err := rc.st.FinishRun(ctx, info.ExecID, status, marshal(env), time.Time{}); err != nil {
 		rc.warn("recording the end of a run", info, err)
 	}
 }
