@@ -30,11 +30,12 @@ func (e *blockedAddrError) Error() string {
 // blocks that are not: 192.0.0.0/24 whole (its anycast entries are meant
 // for the local network's gateway), and 2001::/23 whole (Teredo among
 // them). IPv6 beyond these is refused outside the global unicast space
-// 2000::/3.
+// 2000::/3. The first block that holds an address names it.
 var specialPurpose = []struct {
 	prefix netip.Prefix
 	reason string
 }{
+	{netip.MustParsePrefix("0.0.0.0/32"), "unspecified address (0.0.0.0)"},
 	{netip.MustParsePrefix("0.0.0.0/8"), `"this network" address (0.0.0.0/8)`},
 	{netip.MustParsePrefix("10.0.0.0/8"), "private address (10.0.0.0/8)"},
 	{netip.MustParsePrefix("100.64.0.0/10"), "carrier-grade NAT address (100.64.0.0/10)"},

@@ -26,7 +26,7 @@ func TestClassifyAddr(t *testing.T) {
 		{"169.254.169.254", "link-local address"},
 		{"fe80::1", "link-local address"},
 		{"fe80::1%eth0", "link-local address"},
-		{"0.0.0.0", `"this network" address`},
+		{"0.0.0.0", "unspecified address"},
 		{"::", "unspecified address"},
 		{"0.1.2.3", `"this network" address`},
 		{"224.0.0.1", "multicast address"},
