@@ -29,6 +29,12 @@ func limitAddressSpace(budget int64) error {
 		return err
 	}
 	limit := base + uint64(budget+runtimeRoom)*raceFactor
+	// A limit the parent was started under (prlimit, ulimit -v) may be
+	// lower already; it cannot be raised.
+	var cur syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_AS, &cur); err == nil && cur.Max < limit {
+		limit = cur.Max
+	}
 	return syscall.Setrlimit(syscall.RLIMIT_AS, &syscall.Rlimit{Cur: limit, Max: limit})
 }
 
