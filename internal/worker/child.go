@@ -51,13 +51,15 @@ func serve(handlers map[string]Handler, in io.Reader, out io.Writer) int {
 			}
 			dog.start(cpu)
 			reply, err = call(h, job.Payload)
-			dog.stop()
+			if dog.stop() {
+				status |= replyRetiring
+			}
 			if err != nil {
 				msg := err.Error()
 				if len(msg) > MaxErrorBytes {
 					msg = strings.ToValidUTF8(msg[:MaxErrorBytes-3], "") + "..."
 				}
-				status, reply = replyErr, []byte(msg)
+				status, reply = status|replyErr, []byte(msg)
 			}
 		}
 		job.Payload = nil
@@ -65,6 +67,9 @@ func serve(handlers map[string]Handler, in io.Reader, out io.Writer) int {
 			return 0 // the parent is gone
 		}
 		if err := w.Flush(); err != nil {
+			return 0
+		}
+		if status&replyRetiring != 0 {
 			return 0
 		}
 		reply = nil
@@ -93,26 +98,40 @@ func call(h Handler, payload []byte) (reply []byte, err error) {
 // not wall time: a job on a loaded machine gets the same amount of work
 // done before it is stopped, so what stops a job does not depend on the
 // load. (The caller's deadline bounds the wall time.)
+//
+// A job that runs past longJob lowers the process's CPU priority to the
+// lowest, so that short jobs, in other workers, and the server itself go
+// first; a process cannot raise its priority again, so such a worker
+// retires after its job.
 type watchdog struct {
 	jobs chan time.Duration
-	done chan struct{}
+	done chan bool // reports whether the job ran long
 }
 
+// longJob is the CPU time past which a job runs at the lowest priority.
+const longJob = 50 * time.Millisecond
+
 func newWatchdog() *watchdog {
-	d := &watchdog{jobs: make(chan time.Duration), done: make(chan struct{})}
+	d := &watchdog{jobs: make(chan time.Duration), done: make(chan bool)}
 	go d.run()
 	return d
 }
 
 func (d *watchdog) start(budget time.Duration) { d.jobs <- budget }
-func (d *watchdog) stop()                      { d.done <- struct{}{} }
+
+// stop ends the watch of a job and reports whether it ran long.
+func (d *watchdog) stop() bool {
+	d.done <- false
+	return <-d.done
+}
 
 func (d *watchdog) run() {
 	t := time.NewTimer(time.Hour)
 	t.Stop()
 	for budget := range d.jobs {
 		start := cpuTime()
-		wait := budget / 2
+		wait := min(budget/2, longJob)
+		long := false
 		for stopped := false; !stopped; {
 			t.Reset(wait)
 			select {
@@ -125,12 +144,20 @@ func (d *watchdog) run() {
 					fmt.Fprintf(os.Stderr, "worker: the job used %s of CPU time, its limit\n", used.Round(time.Millisecond))
 					os.Exit(exitCPU)
 				}
+				if !long && used >= longJob {
+					long = true
+					_ = syscall.Setpriority(syscall.PRIO_PROCESS, 0, 19)
+				}
 				// The process has one P (GOMAXPROCS=1), so its CPU time
 				// grows about as fast as the wall clock: halve the rest
 				// to stop close to the budget.
 				wait = max((budget-used)/2, time.Millisecond)
+				if !long {
+					wait = min(wait, longJob-used+time.Millisecond)
+				}
 			}
 		}
+		d.done <- long
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +19,10 @@ type Options struct {
 	// Max is how many workers may run at once; a job beyond them waits
 	// for one to be free. Default 4.
 	Max int
+	// MaxPerKey is how many of them the jobs of one Job.Key may hold at
+	// once, so that one caller cannot take every worker. Default Max-1
+	// (at least 1).
+	MaxPerKey int
 	// MemoryBytes is each worker's memory budget: how far its address
 	// space may grow beyond what it had at start (plus some room for the
 	// Go runtime), and its GOMEMLIMIT. Default 128 MiB.
@@ -41,6 +46,9 @@ func (o Options) withDefaults() Options {
 	if o.Max <= 0 {
 		o.Max = DefaultMax
 	}
+	if o.MaxPerKey <= 0 || o.MaxPerKey > o.Max {
+		o.MaxPerKey = max(1, o.Max-1)
+	}
 	if o.MemoryBytes <= 0 {
 		o.MemoryBytes = DefaultMemoryBytes
 	}
@@ -54,18 +62,90 @@ func (o Options) withDefaults() Options {
 // is safe for concurrent use.
 type Pool struct {
 	opts Options
-	sem  chan struct{} // one token per worker that may run
 
 	mu      sync.Mutex
 	idle    []*proc
 	closed  bool
 	started int // workers started, for tests and metrics
+
+	running int            // jobs holding a slot
+	byKey   map[string]int // of them, by Job.Key
+	waiting []*waiter      // jobs waiting for a slot, oldest first
+}
+
+// waiter is a job waiting for a slot; ready is closed when it has one.
+type waiter struct {
+	key   string
+	ready chan struct{}
 }
 
 // NewPool returns a pool; it starts no worker until a job needs one.
 func NewPool(opts Options) *Pool {
-	opts = opts.withDefaults()
-	return &Pool{opts: opts, sem: make(chan struct{}, opts.Max)}
+	return &Pool{opts: opts.withDefaults(), byKey: map[string]int{}}
+}
+
+// canRun reports whether a job of key may take a slot now; p.mu is held.
+func (p *Pool) canRun(key string) bool {
+	return p.running < p.opts.Max && (key == "" || p.byKey[key] < p.opts.MaxPerKey)
+}
+
+func (p *Pool) take(key string) {
+	p.running++
+	p.byKey[key]++
+}
+
+// acquire waits for a slot for a job of key: the oldest waiting job that
+// may run gets each slot that frees, so that a caller past its share does
+// not hold up the others.
+func (p *Pool) acquire(ctx context.Context, key string) error {
+	p.mu.Lock()
+	// Every waiting job is one that could not run when it came or since:
+	// a slot that frees goes to them first (releaseLocked).
+	if p.canRun(key) {
+		p.take(key)
+		p.mu.Unlock()
+		return nil
+	}
+	w := &waiter{key: key, ready: make(chan struct{})}
+	p.waiting = append(p.waiting, w)
+	p.mu.Unlock()
+	select {
+	case <-w.ready:
+		return nil
+	case <-ctx.Done():
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		select {
+		case <-w.ready: // granted meanwhile: give it back
+			p.releaseLocked(key)
+		default:
+			p.waiting = slices.DeleteFunc(p.waiting, func(x *waiter) bool { return x == w })
+		}
+		return ctx.Err()
+	}
+}
+
+func (p *Pool) release(key string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.releaseLocked(key)
+}
+
+func (p *Pool) releaseLocked(key string) {
+	p.running--
+	if p.byKey[key]--; p.byKey[key] == 0 {
+		delete(p.byKey, key)
+	}
+	for i := 0; i < len(p.waiting); {
+		w := p.waiting[i]
+		if !p.canRun(w.key) {
+			i++
+			continue
+		}
+		p.take(w.key)
+		close(w.ready)
+		p.waiting = slices.Delete(p.waiting, i, i+1)
+	}
 }
 
 // MemoryBytes is each worker's memory budget.
@@ -91,12 +171,10 @@ func (p *Pool) Do(ctx context.Context, job Job) ([]byte, error) {
 	if job.MaxReply <= 0 {
 		job.MaxReply = DefaultMaxReply
 	}
-	select {
-	case p.sem <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	if err := p.acquire(ctx, job.Key); err != nil {
+		return nil, err
 	}
-	defer func() { <-p.sem }()
+	defer p.release(job.Key)
 	w, err := p.get()
 	if err != nil {
 		return nil, err
@@ -112,8 +190,12 @@ func (p *Pool) Do(ctx context.Context, job Job) ([]byte, error) {
 		w.kill()
 		return nil, w.failure(err, job)
 	}
-	p.put(w)
-	if status == replyErr {
+	if status&replyRetiring != 0 {
+		w.end() // it ran long at a low priority, and will not serve again
+	} else {
+		p.put(w)
+	}
+	if status&^replyRetiring == replyErr {
 		return nil, &JobError{Message: string(reply)}
 	}
 	return reply, nil

@@ -39,6 +39,10 @@ type Job struct {
 	// MaxReply caps the reply's size; a worker that sends a larger one is
 	// killed and the job fails. Zero means 16 MiB.
 	MaxReply int
+	// Key names the caller the job is for: the jobs of one key hold at
+	// most Options.MaxPerKey workers at once. Empty means no caller in
+	// particular, and no such cap.
+	Key string
 }
 
 // MaxErrorBytes caps the message of a JobError: a worker cuts a longer
@@ -100,12 +104,14 @@ func IsChild() bool { return os.Getenv(envChild) != "" }
 // and a reply frame is
 //
 //	uint32 length of what follows
-//	uint8  status: 0 the reply, 1 the handler's error message
+//	uint8  status: 0 the reply, 1 the handler's error message, with
+//	       replyRetiring set when the worker exits after this reply
 //	payload
 
 const (
-	replyOK  = 0
-	replyErr = 1
+	replyOK       = 0
+	replyErr      = 1
+	replyRetiring = 0x80
 )
 
 func writeRequest(w io.Writer, job Job) error {

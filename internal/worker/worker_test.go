@@ -1,3 +1,5 @@
+//go:build linux
+
 package worker
 
 import (
@@ -53,6 +55,13 @@ var testHandlers = map[string]Handler{
 		return make([]byte, n), nil
 	},
 	"env": func([]byte) ([]byte, error) { return []byte(strings.Join(os.Environ(), "\n")), nil },
+	// long spins for 200 ms of CPU time, then returns.
+	"long": func([]byte) ([]byte, error) {
+		start := cpuTime()
+		for cpuTime()-start < 200*time.Millisecond {
+		}
+		return []byte("done"), nil
+	},
 	"pid": func([]byte) ([]byte, error) { return []byte(strconv.Itoa(os.Getpid())), nil },
 	// tellAndSpin writes its pid to the FIFO named by its payload, then
 	// spins forever.
@@ -265,5 +274,65 @@ func TestClose(t *testing.T) {
 	}
 	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
 		t.Errorf("idle worker %d still exists after Close", pid)
+	}
+}
+
+// TestPerKeyShare: the jobs of one key hold at most MaxPerKey workers, so
+// another caller finds one free; a slot that frees goes to the oldest
+// waiting job that may take it.
+func TestPerKeyShare(t *testing.T) {
+	p := NewPool(Options{Max: 2, MaxPerKey: 1})
+	ctx := t.Context()
+	if err := p.acquire(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	second := make(chan error, 1)
+	go func() { second <- p.acquire(ctx, "a") }()
+	// b gets the second slot whenever a's second job asked: a is at its share.
+	if err := p.acquire(ctx, "b"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-second:
+		t.Fatalf("a's second job got a slot past its share (%v)", err)
+	default:
+	}
+	p.release("b")
+	select {
+	case err := <-second:
+		t.Fatalf("a's second job got b's slot while a holds its share (%v)", err)
+	default:
+	}
+	p.release("a")
+	if err := <-second; err != nil {
+		t.Fatalf("a's second job: %v", err)
+	}
+	// The empty key has no share.
+	if err := p.acquire(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := p.acquire(cctx, "c"); !errors.Is(err, context.Canceled) {
+		t.Errorf("a job with the pool full and its context done: %v", err)
+	}
+	p.release("")
+	p.release("a")
+	if p.running != 0 || len(p.byKey) != 0 || len(p.waiting) != 0 {
+		t.Errorf("the pool keeps state after every job ended: running %d, by key %v, %d waiting", p.running, p.byKey, len(p.waiting))
+	}
+}
+
+// TestLongJobRetires: a job past longJob of CPU ends its worker (it ran at
+// the lowest priority, which it cannot raise again); short jobs keep it.
+func TestLongJobRetires(t *testing.T) {
+	p := newTestPool(t, Options{Max: 1})
+	first, _ := do(t, p, "pid", "", 0)
+	if got, err := do(t, p, "long", "", time.Second); err != nil || got != "done" {
+		t.Fatalf("long = %q, %v", got, err)
+	}
+	after, _ := do(t, p, "pid", "", 0)
+	if first == after || p.Started() != 2 {
+		t.Errorf("the worker that ran long served again (pid %s, then %s; %d started)", first, after, p.Started())
 	}
 }

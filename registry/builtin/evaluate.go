@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/orchestra-mcp/orchestra/internal/worker"
+	"github.com/orchestra-mcp/orchestra/toolcontext"
 )
 
 // evalFunc is an evaluation of json_query or render: a job in, a reply
@@ -59,9 +60,22 @@ func newEvaluator(memory int64, workers int) *evaluator {
 // time. Its errors are those of worker.Pool.Do.
 func (ev *evaluator) run(ctx context.Context, name string, cpu time.Duration, payload []byte, maxReply int) ([]byte, error) {
 	if ev.pool != nil {
-		return ev.pool.Do(ctx, worker.Job{Handler: name, Payload: payload, CPU: cpu, MaxReply: maxReply})
+		return ev.pool.Do(ctx, worker.Job{Handler: name, Payload: payload, CPU: cpu, MaxReply: maxReply, Key: caller(ctx)})
 	}
 	return evalInProcess(ctx, evalFuncs[name], cpu, ev.memory, payload)
+}
+
+// caller names whom an evaluation is for, so that the pool shares its
+// workers fairly: the authenticated user, else the client's session.
+func caller(ctx context.Context) string {
+	ids, _ := toolcontext.IDsFrom(ctx)
+	if ids.UserID != "" {
+		return "user:" + ids.UserID
+	}
+	if ids.ContextID != "" {
+		return "session:" + ids.ContextID
+	}
+	return ""
 }
 
 // pools holds the process's worker pools, one for each memory budget and
