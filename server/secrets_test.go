@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -9,7 +8,6 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/orchestra-mcp/orchestra/config"
@@ -20,29 +18,11 @@ import (
 	"github.com/orchestra-mcp/orchestra/store"
 )
 
-// syncBuffer is a log sink safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // newLoggedApp builds an app whose log goes, redacted as the CLI's does,
 // to the returned buffer.
-func newLoggedApp(t *testing.T, cfg *config.Config) (*server.App, *syncBuffer) {
+func newLoggedApp(t *testing.T, cfg *config.Config) (*server.App, *servertest.SyncBuffer) {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &servertest.SyncBuffer{}
 	log := slog.New(server.NewRedactingHandler(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}), server.Secrets(cfg)))
 	app, err := server.New(t.Context(), cfg, server.Options{Version: "test", Logger: log})
 	if err != nil {
@@ -55,7 +35,7 @@ func newLoggedApp(t *testing.T, cfg *config.Config) (*server.App, *syncBuffer) {
 // everything returns what an app shows of itself: its log, the status of
 // its downstream servers (what orchestra tools and tools --json print),
 // and its execution records and their list.
-func everything(t *testing.T, app *server.App, logs *syncBuffer) string {
+func everything(t *testing.T, app *server.App, logs *servertest.SyncBuffer) string {
 	t.Helper()
 	var b strings.Builder
 	b.WriteString(logs.String())
