@@ -45,9 +45,9 @@ const storeTimeout = 10 * time.Second
 
 // recorder is the engine observer that keeps the execution records: it
 // queues a run's start at its first transition and each step as it starts
-// and ends, which the store's writer commits in the background, and writes
-// the run's end with the envelope, waiting for its commit: the response
-// comes after it.
+// and ends, which the store's writer commits in the background, and the
+// run's end with the envelope, whose commit it waits for (finishWait at
+// most): the response comes after it.
 type recorder struct {
 	st  *store.Store
 	log *slog.Logger
@@ -152,15 +152,28 @@ func (rc *recorder) finish(ctx context.Context, info *orchestrate.RunInfo, env *
 		}
 	}
 	// The envelope is encoded here too: the CLI's ask adds the model's answer
-	// to it after the run, and the record keeps the run's own. The end is
-	// committed, with everything queued before it, before the run answers:
-	// a run that was answered is in the records as finished, even if the
-	// process is killed right after. (Batching still holds: the writer
-	// commits the ends of concurrent runs together, without its delay.)
-	if err := rc.st.FinishRun(ctx, info.ExecID, status, marshal(env), time.Time{}); err != nil {
+	// to it after the run, and the record keeps the run's own.
+	if err := rc.st.QueueFinishRun(ctx, info.ExecID, status, marshal(env), time.Time{}); err != nil {
 		rc.warn("recording the end of a run", info, err)
+		return
+	}
+	// The end is committed, with everything queued before it, before the
+	// run answers, so that a run that was answered is in the records as
+	// finished even if the process is killed right after. (The writer
+	// commits at once for a waiting caller, the ends of concurrent runs
+	// together.) A commit that takes longer than finishWait — the database
+	// locked by another process, a stalled disk — does not hold the answer
+	// back: the write stays queued and is committed when it can be.
+	wctx, cancel := context.WithTimeout(context.Background(), finishWait)
+	defer cancel()
+	if err := rc.st.Flush(wctx); err != nil {
+		rc.log.Debug("answering before the end of the run is committed", "request_id", info.IDs.RequestID, "exec_id", info.ExecID, "err", err)
 	}
 }
+
+// finishWait bounds how long a run's answer waits for the commit of its
+// end.
+const finishWait = 250 * time.Millisecond
 
 func (rc *recorder) warn(what string, info *orchestrate.RunInfo, err error) {
 	rc.log.Warn(what, "request_id", info.IDs.RequestID, "exec_id", info.ExecID, "step_id", "", "tool", info.Source, "err", err)

@@ -31,7 +31,7 @@ type Options struct {
 	// Default one minute.
 	IdleTimeout time.Duration
 	// Executable is the program started as a worker; default the running
-	// one (os.Executable), which must call Serve from an init function.
+	// one (/proc/self/exe), which must call Serve from an init function.
 	Executable string
 }
 
@@ -284,10 +284,10 @@ type proc struct {
 func (p *Pool) start() (*proc, error) {
 	exe := p.opts.Executable
 	if exe == "" {
-		var err error
-		if exe, err = os.Executable(); err != nil {
-			return nil, fmt.Errorf("starting a worker: finding this program: %w", err)
-		}
+		// The running program itself, even when its file was replaced
+		// or removed since it started (an upgrade): workers run only
+		// on Linux, where /proc/self/exe names it.
+		exe = "/proc/self/exe"
 	}
 	inR, inW, err := os.Pipe()
 	if err != nil {
