@@ -62,25 +62,31 @@ func (m *Memory) admit(reserve int64) string {
 		return fmt.Sprintf("the plans running hold %s of outputs and arguments, and one more may hold %s: that would pass the server's limit of %s (limits.max_memory_bytes)",
 			formatBytes(used), formatBytes(reserve), formatBytes(m.limit))
 	}
-	live := liveHeap()
-	if live > uint64(m.limit) {
-		// The figure is from the last collection, which may be long ago:
-		// collect before refusing, at most once a second.
-		now := time.Now().UnixNano()
-		if last := m.lastGC.Load(); now-last > int64(time.Second) && m.lastGC.CompareAndSwap(last, now) {
-			runtime.GC()
-			live = liveHeap()
-		}
+	// The heap's objects, garbage included, are read at once; only when
+	// they are over the limit does a collection (at most once a second)
+	// tell what is live.
+	if heap := readHeap(heapObjects); heap <= uint64(m.limit) {
+		return ""
 	}
-	if live > uint64(m.limit) {
+	now := time.Now().UnixNano()
+	if last := m.lastGC.Load(); now-last > int64(time.Second) && m.lastGC.CompareAndSwap(last, now) {
+		runtime.GC()
+	}
+	if live := readHeap(heapLive); live > uint64(m.limit) {
 		return fmt.Sprintf("the server's heap holds %s, over its limit of %s (limits.max_memory_bytes)", formatBytes(int64(live)), formatBytes(m.limit))
 	}
 	return ""
 }
 
-// liveHeap reads the heap the last garbage collection found live.
-func liveHeap() uint64 {
-	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+// The runtime/metrics the admission reads: the heap's objects now,
+// garbage included, and what the last collection found live.
+const (
+	heapObjects = "/memory/classes/heap/objects:bytes"
+	heapLive    = "/gc/heap/live:bytes"
+)
+
+func readHeap(name string) uint64 {
+	s := []metrics.Sample{{Name: name}}
 	metrics.Read(s)
 	if s[0].Value.Kind() != metrics.KindUint64 {
 		return 0
