@@ -121,14 +121,14 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	a.secrets = Secrets(cfg)
 	// A plan may never start an orchestration on its own server.
 	forbidden := func(name string) bool { return name == orchestrate.ToolName }
-	// One transition observer feeds the records, the logs and the
-	// telemetry; requests add progress and client logs (orchestrateHandler).
+	// The engine's hooks feed the records, the logs and the telemetry;
+	// requests add progress and client logs (orchestrateHandler).
 	a.Engine = orchestrate.NewEngine(orchestrate.Options{
 		Tools:       a.tel.Tools(cat),
 		Limits:      cfg.EngineLimits(),
 		Logger:      log,
 		Forbidden:   forbidden,
-		Observers:   []orchestrate.Observer{newRecorder(a.store, log).observe, logObserver(log), a.tel.Observer()},
+		Hooks:       orchestrate.ComposeHooks(newRecorder(a.store, log).hooks(), logHooks(log), a.tel.Hooks()),
 		StepContext: a.tel.StepContext,
 		Record:      RecordURI,
 	})
