@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v4"
 
 	"github.com/orchestra-mcp/orchestra/config"
 	"github.com/orchestra-mcp/orchestra/internal/cli"

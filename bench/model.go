@@ -170,15 +170,11 @@ func nestfulDir(c *options) string {
 	if c.nestful != "" {
 		return c.nestful
 	}
-	wd, _ := os.Getwd()
-	for d := wd; ; d = filepath.Dir(d) {
-		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-			return filepath.Join(d, "..", "shared", "datasets", "nestful")
-		}
-		if filepath.Dir(d) == d {
-			return ""
-		}
+	root, err := orchestraDir()
+	if err != nil {
+		return ""
 	}
+	return filepath.Join(root, "..", "shared", "datasets", "nestful")
 }
 
 // modelRoundTrips compares ReAct with orchestra's prompt path on the
