@@ -26,8 +26,8 @@ func MCPTool(tools []registry.Tool) *mcp.Tool {
 		Name:         ToolName,
 		Title:        "Run a multi-step tool plan",
 		Description:  Describe(tools),
-		InputSchema:  schemas.OrchestrateInput(),
-		OutputSchema: schemas.Envelope(),
+		InputSchema:  schemas.PortableOr(schemas.OrchestrateInput()),
+		OutputSchema: schemas.PortableOr(schemas.Envelope()),
 		Annotations: &mcp.ToolAnnotations{
 			Title:           "Run a multi-step tool plan",
 			DestructiveHint: boolPtr(true),

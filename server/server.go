@@ -22,6 +22,7 @@ import (
 	"github.com/orchestra-mcp/orchestra/registry"
 	"github.com/orchestra-mcp/orchestra/registry/builtin"
 	"github.com/orchestra-mcp/orchestra/registry/mcpserver"
+	"github.com/orchestra-mcp/orchestra/schemas"
 	"github.com/orchestra-mcp/orchestra/store"
 	"github.com/orchestra-mcp/orchestra/telemetry"
 )
@@ -319,12 +320,12 @@ func (a *App) expose(t registry.Tool) bool {
 func mcpTool(t registry.Tool) *mcp.Tool {
 	mt := &mcp.Tool{Name: t.Name, Title: t.Title, Description: t.Description, Annotations: t.Annotations}
 	if t.InputSchema != nil {
-		mt.InputSchema = t.InputSchema
+		mt.InputSchema = schemas.PortableOr(t.InputSchema)
 	} else {
 		mt.InputSchema = map[string]any{"type": "object"}
 	}
 	if t.OutputSchema != nil {
-		mt.OutputSchema = t.OutputSchema
+		mt.OutputSchema = schemas.PortableOr(t.OutputSchema)
 	}
 	return mt
 }
