@@ -79,7 +79,7 @@ func finalAnswer(goal string) string {
 	return "Here is the result for: " + goal
 }
 
-// react runs a task the ReAct way (seed 002's tool loop): one model call per
+// react runs a task the ReAct way (a reactive tool loop): one model call per
 // tool call, each with the whole conversation so far, then one call for the
 // answer. The model "decides" the gold calls, with the arguments the gold
 // plan resolved to.

@@ -18,10 +18,10 @@ import (
 // normalizes it. It reports every problem it finds, each with its path; a
 // request with issues must not run.
 //
-// Accepted plan shapes: {"steps": [...]}, seed 000's
+// Accepted plan shapes: {"steps": [...]}, the planner format
 // {"type": "tool_calls", "calls": [{"tool_name", "arguments"}]} and
-// {"type": "direct_response", "content": "..."}, and seed 001's field names
-// (result_key, merge_strategy, agent_id/action_id/prompt/with).
+// {"type": "direct_response", "content": "..."}, and the aliases of agent
+// plans (result_key, merge_strategy, agent_id/action_id/prompt/with).
 func DecodeRequest(data []byte) (*Request, []*Issue) {
 	v, issue := decodeJSON(data)
 	if issue != nil {
@@ -188,7 +188,7 @@ func (d *decoder) plan(v any, path string) *Plan {
 		switch k {
 		case "steps", "calls":
 			if haveSteps {
-				d.add(at, CodeInvalidValue, "a plan has either steps or calls (seed 000's name for them), not both")
+				d.add(at, CodeInvalidValue, "a plan has either steps or calls (the planner format's name for steps), not both")
 				continue
 			}
 			steps, haveSteps = val, true

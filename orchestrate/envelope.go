@@ -38,8 +38,9 @@ const (
 	CodePlannerFailed     = "planner_failed"
 )
 
-// Envelope is the response of an orchestration: seed 000's artifact
-// envelope. It is the structuredContent of agent_orchestrate.
+// Envelope is the response of an orchestration, the artifact envelope
+// (artifact_id, artifact, _metadata). It is the structuredContent of
+// agent_orchestrate.
 type Envelope struct {
 	ArtifactID string    `json:"artifact_id"`
 	Artifact   *Artifact `json:"artifact"`
@@ -220,8 +221,9 @@ func (e *Envelope) JSON() []byte {
 	return data
 }
 
-// skillID extracts the skill id of a downstream artifact envelope (seed 000's
-// ToolResponse): top-level skill_id first, then the artifact's, then _metadata's.
+// skillID extracts the skill id of a downstream tool's response when it is
+// an artifact envelope: top-level skill_id first, then the artifact's, then
+// _metadata's.
 func skillID(output any) string {
 	m, ok := output.(map[string]any)
 	if !ok {

@@ -29,8 +29,8 @@ const (
 // Plan is a list of steps to run. Its JSON form is the "plan" of the
 // agent_orchestrate input.
 type Plan struct {
-	// Type is "tool_calls" or "direct_response" when the plan came in seed
-	// 000's planner format.
+	// Type is "tool_calls" or "direct_response" when the plan came in the
+	// planner format ({"type": "tool_calls", "calls": [...]}).
 	Type string `json:"type,omitempty"`
 	// Reasoning is the planner's explanation, kept for the record.
 	Reasoning string `json:"reasoning,omitempty"`

@@ -50,9 +50,10 @@ func (c *calls) list() []string {
 	return append([]string(nil), c.names...)
 }
 
-// seedTools are seed 000's example tools, with schemas strict modes can
+// blogTools are the blog-writing example tools (research, then write a
+// post from the research's artifact), with schemas strict modes can
 // take, and a tool without an output schema.
-func seedTools(t testing.TB, c *calls) []registry.Tool {
+func blogTools(t testing.TB, c *calls) []registry.Tool {
 	structured := func(name string, out func(args map[string]any) any) registry.CallFunc {
 		return func(ctx context.Context, req *registry.CallRequest) (*registry.Result, error) {
 			c.record(ctx, name)
@@ -167,7 +168,7 @@ type fixtureOpts struct {
 func newFixture(t testing.TB, m llm.Model, o fixtureOpts) *fixture {
 	t.Helper()
 	f := &fixture{calls: &calls{}, events: &events{}}
-	tools := append(seedTools(t, f.calls), orchestrateTool(t))
+	tools := append(blogTools(t, f.calls), orchestrateTool(t))
 	if o.builtins {
 		tools = append(tools, builtin.Tools(builtin.DefaultConfig())...)
 	}
