@@ -21,7 +21,7 @@
 //
 //	plan.go, decode.go     the plan model and its decoding (aliases, defaults)
 //	template.go            templates: the grammar (template_parse.go) and resolution
-//	validate.go            plan-time validation (validate_refs.go: templates against schemas)
+//	validate.go            plan-time validation (validate_args.go: arguments holding templates)
 //	engine.go, hooks.go    the engine, its options and its lifecycle hooks
 //	run.go                 one run: validation, then scheduling, then the envelope
 //	schedule.go            the top-level steps, sequential or as a dag
