@@ -10,8 +10,6 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/orchestra-mcp/orchestra/server"
 )
 
 // TestEnvelopesMatchTheOutputSchema calls agent_orchestrate for every kind
@@ -20,18 +18,9 @@ import (
 // every field an envelope carries must be declared there, so that a new
 // field cannot reach clients undocumented.
 func TestEnvelopesMatchTheOutputSchema(t *testing.T) {
-	app, err := server.New(t.Context(), nil, server.Options{Store: "memory"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { app.Close() })
-	cs := connectObs(t, app, nil)
-	list, err := cs.ListTools(t.Context(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs, tools := listedTools(t)
 	var published []byte
-	for _, tool := range list.Tools {
+	for _, tool := range tools {
 		if tool.Name == "agent_orchestrate" {
 			published, _ = json.Marshal(tool.OutputSchema)
 		}

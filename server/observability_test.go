@@ -249,6 +249,18 @@ func TestConcurrentRecords(t *testing.T) {
 	}
 }
 
+// progressTo returns client options that append the progress
+// notifications the client receives to got, under mu.
+func progressTo(mu *sync.Mutex, got *[]*mcp.ProgressNotificationParams) *mcp.ClientOptions {
+	return &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			mu.Lock()
+			*got = append(*got, req.Params)
+			mu.Unlock()
+		},
+	}
+}
+
 // TestProgress counts the progress notifications of a plan with a parallel
 // group: one when each tool step or group starts and one when it ends,
 // 2 × (4 tool steps + 1 group) = 10, with progress never going backwards
@@ -257,13 +269,7 @@ func TestProgress(t *testing.T) {
 	app := appWithStore(t, "memory", nil)
 	var mu sync.Mutex
 	var got []*mcp.ProgressNotificationParams
-	cs := connectObs(t, app, &mcp.ClientOptions{
-		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
-			mu.Lock()
-			got = append(got, req.Params)
-			mu.Unlock()
-		},
-	})
+	cs := connectObs(t, app, progressTo(&mu, &got))
 	params := &mcp.CallToolParams{Name: "agent_orchestrate", Arguments: groupPlan()}
 	params.SetProgressToken("tok")
 	callPlan(t, cs, params)
@@ -600,13 +606,7 @@ func TestEveryObserverSeesEveryStepEndOnce(t *testing.T) {
 	t.Cleanup(func() { app.Close() })
 	var mu sync.Mutex
 	var notes []*mcp.ProgressNotificationParams
-	cs := connectObs(t, app, &mcp.ClientOptions{
-		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
-			mu.Lock()
-			notes = append(notes, req.Params)
-			mu.Unlock()
-		},
-	})
+	cs := connectObs(t, app, progressTo(&mu, &notes))
 	params := &mcp.CallToolParams{Name: "agent_orchestrate", Arguments: everyKindOfEnd()}
 	params.SetProgressToken("p")
 	_, env := callPlan(t, cs, params)

@@ -14,28 +14,22 @@ import (
 
 	"github.com/orchestra-mcp/orchestra/config"
 	"github.com/orchestra-mcp/orchestra/schemas"
-	"github.com/orchestra-mcp/orchestra/server"
 )
 
 var updateSnaps = flag.Bool("update", false, "rewrite the tool snapshots in __toolsnaps__ with what the server lists")
 
-// listedTools returns every tool a client of a server with every built-in
-// tool is offered, as the client decodes them.
-func listedTools(t *testing.T) []*mcp.Tool {
+// listedTools connects a client to a server with every built-in tool and
+// returns the session and the tools it is offered, as it decodes them.
+func listedTools(t *testing.T) (*mcp.ClientSession, []*mcp.Tool) {
 	t.Helper()
 	cfg := config.Default()
 	cfg.Builtins.HTTP.AllowedHosts = []string{"api.example.com"} // lists http_request too
-	app, err := server.New(t.Context(), cfg, server.Options{Store: "memory"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { app.Close() })
-	cs := connectObs(t, app, nil)
+	cs := connectObs(t, appWithStore(t, "memory", cfg), nil)
 	res, err := cs.ListTools(t.Context(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return res.Tools
+	return cs, res.Tools
 }
 
 // TestToolSnapshots compares every tool the server lists (its name, title,
@@ -45,7 +39,7 @@ func listedTools(t *testing.T) []*mcp.Tool {
 // TestToolSnapshots -update ./server/ after a deliberate change.
 func TestToolSnapshots(t *testing.T) {
 	const dir = "__toolsnaps__"
-	tools := listedTools(t)
+	_, tools := listedTools(t)
 	listed := map[string]bool{}
 	for _, tool := range tools {
 		listed[tool.Name] = true
@@ -101,7 +95,8 @@ func TestToolSnapshots(t *testing.T) {
 // the whole tool list for one); additionalProperties and its kin may keep
 // their booleans.
 func TestNoBooleanSubschemas(t *testing.T) {
-	for _, tool := range listedTools(t) {
+	_, tools := listedTools(t)
+	for _, tool := range tools {
 		for kind, s := range map[string]any{"inputSchema": tool.InputSchema, "outputSchema": tool.OutputSchema} {
 			if s == nil {
 				continue
