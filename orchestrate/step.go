@@ -32,7 +32,14 @@ func (r *run) runLeaf(ctx context.Context, s *Step) {
 		return
 	}
 	defer r.sem.Release(1)
+	r.call(ctx, s, tool, args)
+}
 
+// call calls the tool of s with args, retrying transient failures, and
+// ends s with what came of it. It is a function of its own so that its
+// large frame is not on the stack while the arguments resolve, which keeps
+// a step's goroutine within its first stack.
+func (r *run) call(ctx context.Context, s *Step, tool registry.Tool, args map[string]any) {
 	timeout := r.lim.StepTimeout
 	if s.TimeoutMS > 0 {
 		timeout = min(timeout, time.Duration(s.TimeoutMS)*time.Millisecond)
