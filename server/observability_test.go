@@ -674,6 +674,9 @@ func TestEveryObserverSeesEveryStepEndOnce(t *testing.T) {
 		if m["msg"] == "step finished" {
 			logged[m["step_id"].(string)] = append(logged[m["step_id"].(string)], m["status"].(string))
 		}
+		if m["msg"] == "engine error" {
+			t.Errorf("the engine failed inside: %s", line)
+		}
 	}
 	check("log", logged)
 
