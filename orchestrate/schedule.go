@@ -57,9 +57,9 @@ type scheduler struct {
 	started  []bool          // by top-level index
 	finished []bool
 	inflight int
-	next     int // the next top-level step (sequential schedule)
-	first    int // the first top-level step not started
-	dag      bool
+	next     int  // the next top-level step (sequential schedule)
+	first    int  // the first top-level step not started
+	dag      bool // schedule "dag": a step starts when the steps it needs have ended
 }
 
 // schedule runs the top-level steps from a plain loop, firing the state
