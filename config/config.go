@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v4"
 
 	"github.com/orchestra-mcp/orchestra/internal/duration"
 	"github.com/orchestra-mcp/orchestra/internal/suggest"
@@ -343,6 +343,24 @@ func yamlError(err error) error {
 }
 
 func cleanYAMLError(err error) string {
+	var errs *yaml.LoadErrors
+	if errors.As(err, &errs) && len(errs.Errors) > 0 {
+		// Values that do not fit their keys: the first one's line leads.
+		var b strings.Builder
+		for i, e := range errs.Errors {
+			switch {
+			case i == 0:
+				fmt.Fprintf(&b, "%d: %s", e.Mark.Line, e.Message)
+			default:
+				fmt.Fprintf(&b, "; line %d: %s", e.Mark.Line, e.Message)
+			}
+		}
+		return b.String()
+	}
+	var le *yaml.LoadError
+	if errors.As(err, &le) && le.Mark.Line > 0 {
+		return fmt.Sprintf("%d: %s", le.Mark.Line, le.Message)
+	}
 	msg := err.Error()
 	if m := yamlLine.FindStringSubmatch(msg); m != nil {
 		return m[1] + ": " + strings.TrimSpace(msg[len(m[0]):])

@@ -24,11 +24,9 @@ func (a *App) orchestrateHandler() mcp.ToolHandler {
 		ids, _ := toolcontext.IDsFrom(ctx)
 		ro := orchestrate.RunOptions{Logger: a.log.With("request_id", ids.RequestID)}
 		if p := newProgress(ctx, req); p != nil {
-			ro.Observers = append(ro.Observers, p.observe)
+			ro.Hooks = p.hooks()
 		}
-		if o := clientLogObserver(ctx, req, a.secrets, &a.logLevels); o != nil {
-			ro.Observers = append(ro.Observers, o)
-		}
+		ro.Hooks = orchestrate.ComposeHooks(ro.Hooks, clientLogHooks(ctx, req, a.secrets, &a.logLevels))
 		e := a.Engine.With(ro)
 		return e.Handler(orchestrate.HandlerOptions{
 			MaxRequestBytes: int(a.Config.Server.MaxRequestBytes),

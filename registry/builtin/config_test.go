@@ -8,7 +8,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	yamlv4 "go.yaml.in/yaml/v4"
-	yamlv3 "gopkg.in/yaml.v3"
 )
 
 func TestDefaultConfig(t *testing.T) {
@@ -80,9 +79,6 @@ var wantDecodedConfig = Config{
 func TestConfigDecode(t *testing.T) {
 	decoders := map[string]func() (Config, error){
 		"json": func() (c Config, err error) { return c, json.Unmarshal([]byte(configJSON), &c) },
-		"yaml.v3": func() (c Config, err error) {
-			return c, yamlv3.Unmarshal([]byte(configYAML), &c)
-		},
 		"yaml/v4": func() (c Config, err error) {
 			return c, yamlv4.Unmarshal([]byte(configYAML), &c)
 		},
@@ -162,7 +158,7 @@ func TestDurationDecode(t *testing.T) {
 		}
 	}
 	var d Duration
-	if err := yamlv3.Unmarshal([]byte("[1]"), &d); err == nil || !strings.Contains(err.Error(), "invalid duration") {
+	if err := yamlv4.Unmarshal([]byte("[1]"), &d); err == nil || !strings.Contains(err.Error(), "invalid duration") {
 		t.Errorf("YAML sequence as a duration: got %v", err)
 	}
 }
