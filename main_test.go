@@ -42,6 +42,13 @@ func testMain(m *testing.M) int {
 	return m.Run()
 }
 
+// The exit codes the README documents.
+const (
+	exitOK      = 0 // success
+	exitFailed  = 1 // the plan ran and did not succeed, or the server failed
+	exitInvalid = 2 // invalid input or usage
+)
+
 // cliResult is what one run of the CLI did.
 type cliResult struct {
 	code           int

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v4"
 
 	"github.com/orchestra-mcp/orchestra/internal/duration"
 	"github.com/orchestra-mcp/orchestra/internal/suggest"
@@ -283,7 +283,7 @@ func Parse(data []byte, lookup func(string) (string, bool)) (*Config, error) {
 func (c *Config) validate() error {
 	var problems []string
 	l := c.Limits
-	for name, v := range map[string]int{"max_depth": l.MaxDepth, "max_steps": l.MaxSteps, "max_parallel": l.MaxParallel, "max_nesting": l.MaxNesting, "max_attempts": l.MaxAttempts, "max_step_output_bytes": l.MaxStepOutputBytes, "max_response_bytes": l.MaxResponseBytes, "max_templates": l.MaxTemplates, "planner_attempts": l.PlannerAttempts, "max_tool_steps": l.MaxToolSteps, "max_concurrent_plans": l.MaxConcurrentPlans} {
+	for name, v := range map[string]int{"max_depth": l.MaxDepth, "max_steps": l.MaxSteps, "max_parallel": l.MaxParallel, "max_nesting": l.MaxNesting, "max_attempts": l.MaxAttempts, "max_step_output_bytes": l.MaxStepOutputBytes, "max_response_bytes": l.MaxResponseBytes, "max_templates": l.MaxTemplates, "max_argument_bytes": l.MaxArgumentBytes, "max_run_bytes": l.MaxRunBytes, "planner_attempts": l.PlannerAttempts, "max_tool_steps": l.MaxToolSteps, "max_concurrent_plans": l.MaxConcurrentPlans} {
 		if v < 0 {
 			problems = append(problems, fmt.Sprintf("limits.%s must not be negative", name))
 		}
@@ -296,6 +296,9 @@ func (c *Config) validate() error {
 	}
 	if l.PlanTimeout < 0 {
 		problems = append(problems, "limits.plan_timeout must not be negative")
+	}
+	if l.MaxMemoryBytes < 0 {
+		problems = append(problems, "limits.max_memory_bytes must not be negative")
 	}
 	if l.MaxDownstreamResponseBytes < 0 {
 		problems = append(problems, "limits.max_downstream_response_bytes must not be negative")
@@ -376,6 +379,24 @@ func yamlError(err error) error {
 }
 
 func cleanYAMLError(err error) string {
+	var errs *yaml.LoadErrors
+	if errors.As(err, &errs) && len(errs.Errors) > 0 {
+		// Values that do not fit their keys: the first one's line leads.
+		var b strings.Builder
+		for i, e := range errs.Errors {
+			switch {
+			case i == 0:
+				fmt.Fprintf(&b, "%d: %s", e.Mark.Line, e.Message)
+			default:
+				fmt.Fprintf(&b, "; line %d: %s", e.Mark.Line, e.Message)
+			}
+		}
+		return b.String()
+	}
+	var le *yaml.LoadError
+	if errors.As(err, &le) && le.Mark.Line > 0 {
+		return fmt.Sprintf("%d: %s", le.Mark.Line, le.Message)
+	}
 	msg := err.Error()
 	if m := yamlLine.FindStringSubmatch(msg); m != nil {
 		return m[1] + ": " + strings.TrimSpace(msg[len(m[0]):])

@@ -14,7 +14,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/orchestra-mcp/orchestra/fsm"
 	"github.com/orchestra-mcp/orchestra/registry"
 	"github.com/orchestra-mcp/orchestra/toolcontext"
 )
@@ -57,11 +56,11 @@ func TestStopBetweenSteps(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()
-			te := newTestEngine(t, defaultCatalog(t), Limits{}, func(ev Event) {
-				if ev.Transition.Event == fsm.EventStepSucceeded {
+			te := newTestEngine(t, defaultCatalog(t), Limits{}, &Hooks{StepEnded: func(i StepEndedInfo) {
+				if i.Step.Status == StatusSuccess {
 					cancel()
 				}
-			})
+			}})
 			env := te.Run(ctx, mustRequest(t, plan))
 			te.logs.checkFSM(t)
 			if got, want := stepStatuses(env), []string{"0=success", "1=skipped"}; !slices.Equal(got, want) {
@@ -77,11 +76,11 @@ func TestStopBetweenSteps(t *testing.T) {
 	})
 	t.Run("deadline", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			te := newTestEngine(t, defaultCatalog(t), Limits{}, func(ev Event) {
-				if ev.Transition.Event == fsm.EventStepSucceeded {
+			te := newTestEngine(t, defaultCatalog(t), Limits{}, &Hooks{StepEnded: func(i StepEndedInfo) {
+				if i.Step.Status == StatusSuccess {
 					time.Sleep(time.Second) // the plan's 100ms pass with nothing in flight
 				}
-			})
+			}})
 			req := mustRequest(t, plan)
 			req.TimeoutMS = 100
 			env := te.Run(t.Context(), req)

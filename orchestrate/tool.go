@@ -9,7 +9,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/orchestra-mcp/orchestra/fsm"
 	"github.com/orchestra-mcp/orchestra/registry"
 	"github.com/orchestra-mcp/orchestra/schemas"
 	"github.com/orchestra-mcp/orchestra/toolcontext"
@@ -26,8 +25,8 @@ func MCPTool(tools []registry.Tool) *mcp.Tool {
 		Name:         ToolName,
 		Title:        "Run a multi-step tool plan",
 		Description:  Describe(tools),
-		InputSchema:  schemas.OrchestrateInput(),
-		OutputSchema: schemas.Envelope(),
+		InputSchema:  schemas.PortableOr(schemas.OrchestrateInput()),
+		OutputSchema: schemas.PortableOr(schemas.Envelope()),
 		Annotations: &mcp.ToolAnnotations{
 			Title:           "Run a multi-step tool plan",
 			DestructiveHint: boolPtr(true),
@@ -156,15 +155,7 @@ func (e *Engine) requestContext(ctx context.Context, req *mcp.CallToolRequest) c
 // Reject returns the envelope of a request that cannot run: it carries
 // issues as validation errors and runs nothing.
 func (e *Engine) Reject(ctx context.Context, issues []*Issue) *Envelope {
-	r := e.newRun(ctx, &Request{})
-	r.valid = &Validation{Errors: issues, Warnings: []*Issue{}}
-	code := CodeValidation
-	if len(issues) == 1 {
-		code = issues[0].Code
-	}
-	r.errors = append(r.errors, &Error{Code: code, Message: "the request was rejected; see validation_errors"})
-	r.fire(ctx, fsm.EventValidationFailed, nil)
-	return r.finish(ctx)
+	return e.newRun(ctx, &Request{}).reject(issues)
 }
 
 // Result turns an envelope into the tool's result: the envelope as

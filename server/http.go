@@ -15,6 +15,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/orchestra-mcp/orchestra/registry/builtin"
 )
 
 // HTTPOptions configure the Streamable HTTP transport.
@@ -266,6 +268,7 @@ func (a *App) ServeHTTP(ctx context.Context, ln net.Listener, opts HTTPOptions) 
 	// reqs counts requests that expect an answer; GET streams stay open for
 	// as long as a session lives and are not waited for.
 	var reqs inflight
+	defer builtin.Listening(ln.Addr())() // http_request refuses to call this server
 	h := a.HTTPHandler(opts)
 	cfg := a.Config.Server
 	ln = newLimitListener(ln, connectionCap(cfg.MaxConnections, openFileLimit(), a.log), cfg.MaxConnectionsPerClient, a.log)

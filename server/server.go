@@ -23,6 +23,7 @@ import (
 	"github.com/orchestra-mcp/orchestra/registry"
 	"github.com/orchestra-mcp/orchestra/registry/builtin"
 	"github.com/orchestra-mcp/orchestra/registry/mcpserver"
+	"github.com/orchestra-mcp/orchestra/schemas"
 	"github.com/orchestra-mcp/orchestra/store"
 	"github.com/orchestra-mcp/orchestra/telemetry"
 	"github.com/orchestra-mcp/orchestra/toolcontext"
@@ -124,16 +125,17 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	a.secrets = Secrets(cfg)
 	// A plan may never start an orchestration on its own server.
 	forbidden := func(name string) bool { return name == orchestrate.ToolName }
-	// One transition observer feeds the records, the logs and the
-	// telemetry; requests add progress and client logs (orchestrateHandler).
+	// The engine's hooks feed the records, the logs and the telemetry;
+	// requests add progress and client logs (orchestrateHandler).
 	a.Engine = orchestrate.NewEngine(orchestrate.Options{
 		Tools:       a.tel.Tools(cat),
 		Limits:      cfg.EngineLimits(),
 		Logger:      log,
 		Forbidden:   forbidden,
-		Observers:   []orchestrate.Observer{newRecorder(a.store, log).observe, logObserver(log), a.tel.Observer()},
+		Hooks:       orchestrate.ComposeHooks(newRecorder(a.store, log).hooks(), logHooks(log), a.tel.Hooks()),
 		StepContext: a.tel.StepContext,
 		Record:      RecordURI,
+		Redact:      func(s string) string { return RedactText(s, a.secrets) },
 	})
 	if a.planner, err = newPlanner(cfg, cat, a.Engine, forbidden, log); err != nil {
 		return nil, err
@@ -238,6 +240,9 @@ func (a *App) track(h mcp.ToolHandler) mcp.ToolHandler {
 			return orchestrate.Result(a.Engine.Reject(ctx, []*orchestrate.Issue{{Code: orchestrate.CodeBusy, Message: fmt.Sprintf("the server is running %d plans, its limit (limits.max_concurrent_plans): retry in a moment, or raise the limit in the configuration file", limit)}})), nil
 		}
 		defer a.plans.done()
+		if issue := a.Engine.Admit(); issue != nil {
+			return orchestrate.Result(a.Engine.Reject(ctx, []*orchestrate.Issue{issue})), nil
+		}
 		ctx, cancel := a.callContext(ctx, req)
 		defer cancel()
 		return h(ctx, req)
@@ -321,12 +326,12 @@ func (a *App) expose(t registry.Tool) bool {
 func mcpTool(t registry.Tool) *mcp.Tool {
 	mt := &mcp.Tool{Name: t.Name, Title: t.Title, Description: t.Description, Annotations: t.Annotations}
 	if t.InputSchema != nil {
-		mt.InputSchema = t.InputSchema
+		mt.InputSchema = schemas.PortableOr(t.InputSchema)
 	} else {
 		mt.InputSchema = map[string]any{"type": "object"}
 	}
 	if t.OutputSchema != nil {
-		mt.OutputSchema = t.OutputSchema
+		mt.OutputSchema = schemas.PortableOr(t.OutputSchema)
 	}
 	return mt
 }

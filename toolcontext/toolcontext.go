@@ -124,3 +124,14 @@ func metaInt(v any) (int, bool) {
 	}
 	return 0, false
 }
+
+// HTTP headers that carry the same context on requests a plan makes with
+// http_request, so that a plan that calls an orchestra over HTTP (itself,
+// or another that calls it back) still counts its depth.
+const (
+	// HeaderDepth holds the orchestration depth (a decimal number) of the
+	// caller.
+	HeaderDepth = "Orchestra-Depth"
+	// HeaderTraceparent holds a W3C traceparent value.
+	HeaderTraceparent = "Traceparent"
+)

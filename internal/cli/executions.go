@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -13,14 +13,6 @@ import (
 	"github.com/orchestra-mcp/orchestra/store"
 )
 
-// init adds the executions command. It runs after cli.go's init, which
-// sets the list (files initialize in name order).
-func init() {
-	commands = append(commands,
-		command{"executions", "[--store PATH] [--json] [--limit N] [--status S] [ID]", "List recent runs from the execution records, newest first, or show one run's envelope and step records.", cmdExecutions},
-	)
-}
-
 func cmdExecutions(ctx context.Context, env *cliEnv, args []string) int {
 	var cf commonFlags
 	fs := newFlagSet(env, "executions", &cf)
@@ -33,7 +25,7 @@ func cmdExecutions(ctx context.Context, env *cliEnv, args []string) int {
 		return code
 	}
 	if fs.NArg() > 1 {
-		return env.usageError("executions", fmt.Sprintf("expected at most one ID, got %d", fs.NArg()), "give one exec id, or none to list recent runs")
+		return env.usageError(fmt.Sprintf("expected at most one ID, got %d", fs.NArg()), "give one exec id, or none to list recent runs")
 	}
 	cfg, logger, ok := cf.load(env)
 	if !ok {

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"strings"
@@ -38,7 +38,7 @@ func TestListenAddr(t *testing.T) {
 // a non-loopback address and says how to configure authentication.
 func TestServeNonLoopbackRefused(t *testing.T) {
 	var stdout, stderr strings.Builder
-	code := run(t.Context(), []string{"serve", "--http", "0.0.0.0:1"}, strings.NewReader(""), &stdout, &stderr)
+	code := Run(t.Context(), []string{"serve", "--http", "0.0.0.0:1"}, strings.NewReader(""), &stdout, &stderr)
 	if code != exitInvalid || !strings.Contains(stderr.String(), "server.auth") {
 		t.Errorf("serve --http 0.0.0.0:1 without auth: exit %d, stderr %q; want a usage error naming server.auth", code, stderr.String())
 	}
