@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -40,6 +41,13 @@ func testMain(m *testing.M) int {
 	}
 	return m.Run()
 }
+
+// The exit codes the README documents.
+const (
+	exitOK      = 0 // success
+	exitFailed  = 1 // the plan ran and did not succeed, or the server failed
+	exitInvalid = 2 // invalid input or usage
+)
 
 // cliResult is what one run of the CLI did.
 type cliResult struct {
@@ -231,4 +239,28 @@ func TestCLIConfig(t *testing.T) {
 			t.Errorf("an input over the limit: code %d\n%s", r.code, r.stderr)
 		}
 	})
+}
+
+// TestRunConsoleExporters runs a plan with the OpenTelemetry console
+// exporters on: their output goes to stderr, and stdout stays one JSON
+// value, the envelope.
+func TestRunConsoleExporters(t *testing.T) {
+	cmd := exec.Command(orchestraBin, "run", "--store", "memory", "examples/quickstart.json")
+	cmd.Env = append(os.Environ(), "OTEL_TRACES_EXPORTER=console", "OTEL_METRICS_EXPORTER=console")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("orchestra run: %v\n%s", err, stderr.String())
+	}
+	dec := json.NewDecoder(&stdout)
+	var env map[string]any
+	if err := dec.Decode(&env); err != nil || env["artifact_id"] == nil {
+		t.Fatalf("stdout does not start with the envelope: %v", err)
+	}
+	if rest, _ := io.ReadAll(dec.Buffered()); len(bytes.TrimSpace(rest)) > 0 || dec.More() {
+		t.Fatalf("stdout holds more than the envelope: %.300s", rest)
+	}
+	if !strings.Contains(stderr.String(), `"SpanContext"`) {
+		t.Errorf("the console trace exporter wrote no span to stderr:\n%.2000s", stderr.String())
+	}
 }

@@ -116,3 +116,53 @@ func processesMentioning(s string) []int {
 	}
 	return pids
 }
+
+// TestNestingDirectCalls chains four orchestra processes and calls the
+// last one's agent_orchestrate through the others' exposed tools directly
+// (l2__l3__l4__agent_orchestrate on the first): each hop carries the depth
+// one further, so under max_depth 3 the fourth refuses with depth_exceeded,
+// and under max_depth 4 the plan runs.
+func TestNestingDirectCalls(t *testing.T) {
+	for _, tc := range []struct {
+		maxDepth int
+		wantOK   bool
+	}{{4, true}, {3, false}} {
+		t.Run(fmt.Sprintf("max_depth=%d", tc.maxDepth), func(t *testing.T) {
+			dir := t.TempDir()
+			limits := fmt.Sprintf("limits:\n  max_depth: %d\n", tc.maxDepth)
+			next := ""
+			for i := 4; i >= 1; i-- {
+				body := limits
+				if next != "" {
+					body += fmt.Sprintf("mcpServers:\n  l%d:\n    command: %q\n    args: [serve, --config, %q]\n", i+1, orchestraBin, next)
+				}
+				next = filepath.Join(dir, fmt.Sprintf("l%d.yaml", i))
+				if err := os.WriteFile(next, []byte(body), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(t.Context(), &mcp.CommandTransport{Command: exec.Command(orchestraBin, "serve", "--config", next)}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			args := map[string]any{"plan": map[string]any{"steps": []any{
+				map[string]any{"tool": "render", "arguments": map[string]any{"template": "bottom reached", "values": map[string]any{}}},
+			}}}
+			res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "l2__l3__l4__agent_orchestrate", Arguments: args})
+			if err != nil {
+				t.Fatal(err)
+			}
+			data, _ := json.Marshal(res)
+			text := string(data)
+			if tc.wantOK {
+				if res.IsError || !strings.Contains(text, `bottom reached`) {
+					t.Errorf("the direct chain did not run to the bottom:\n%s", text)
+				}
+			} else if !res.IsError || !strings.Contains(text, orchestrate.CodeDepthExceeded) || strings.Contains(text, `\"text\":\"bottom reached`) {
+				t.Errorf("want the fourth orchestra to refuse with depth_exceeded:\n%s", text)
+			}
+			cs.Close()
+			waitNoProcess(t, dir)
+		})
+	}
+}

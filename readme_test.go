@@ -12,9 +12,10 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v4"
 
 	"github.com/orchestra-mcp/orchestra/config"
+	"github.com/orchestra-mcp/orchestra/internal/cli"
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 	"github.com/orchestra-mcp/orchestra/registry/builtin"
 )
@@ -26,19 +27,19 @@ func generated(t *testing.T) map[string]string {
 	t.Helper()
 	sections := map[string]string{}
 
-	var cli strings.Builder
-	for _, c := range commands {
-		fmt.Fprintf(&cli, "### `orchestra %s`\n\n%s\n\n```\norchestra %s %s\n", c.name, c.summary, c.name, c.args)
+	var ref strings.Builder
+	for _, c := range cli.Commands() {
+		fmt.Fprintf(&ref, "### `orchestra %s`\n\n%s\n\n```\norchestra %s %s\n", c.Name, c.Summary, c.Name, c.Args)
 		var stderr bytes.Buffer
-		run(context.Background(), []string{c.name, "-h"}, strings.NewReader(""), &bytes.Buffer{}, &stderr)
+		run(context.Background(), []string{c.Name, "-h"}, strings.NewReader(""), &bytes.Buffer{}, &stderr)
 		help := strings.TrimSpace(stderr.String())
 		if _, flags, ok := strings.Cut(help, "\n"); ok {
-			cli.WriteString(flags + "\n")
+			ref.WriteString(flags + "\n")
 		}
-		cli.WriteString("```\n\n")
+		ref.WriteString("```\n\n")
 	}
-	cli.WriteString("Exit codes: 0 success; 1 the plan ran and did not succeed (or the server failed); 2 invalid input or usage.\n")
-	sections["cli"] = cli.String()
+	ref.WriteString("Exit codes: 0 success; 1 the plan ran and did not succeed (or the server failed); 2 invalid input or usage.\n")
+	sections["cli"] = ref.String()
 
 	data, err := yaml.Marshal(config.Default())
 	if err != nil {

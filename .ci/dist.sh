@@ -11,7 +11,9 @@ cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)
 pids=()
 cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  # SIGKILL: unshare --fork ignores SIGTERM; --kill-child then takes the
+  # server it started with it.
+  for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
   rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -95,23 +97,29 @@ bundle() {
 
 container() {
   local build root port token=ci-container-token
-  # chroot by absolute path (env -i clears PATH), in a user namespace
-  # when not root.
-  local chroot=("$(command -v chroot)")
-  [ "$(id -u)" = 0 ] || chroot=("$(command -v unshare)" -r "${chroot[0]}")
+  root=$tmp/image
+  # chroot by absolute path (env -i clears PATH), in a mount and PID
+  # namespace of its own with /proc mounted, as a container runtime does
+  # (json_query and render start their worker processes from
+  # /proc/self/exe); in a user namespace too when not root.
+  local ns=("$(command -v unshare)" -m -p -f --kill-child --mount-proc="$root/proc")
+  [ "$(id -u)" = 0 ] || ns+=(-r)
+  local chroot=("${ns[@]}" "$(command -v chroot)")
   # The Dockerfile's own build line, with its output moved here.
   build=$(grep '^RUN CGO_ENABLED=0 go build' Dockerfile | sed -e 's/^RUN //' -e "s#-o /out/orchestra#-o $tmp/image/orchestra#")
   [ -n "$build" ] || fail "the Dockerfile has no 'RUN CGO_ENABLED=0 go build' line"
   echo "$build"
   VERSION=$(version) bash -c "$build"
-  root=$tmp/image
   file "$root/orchestra"
   if readelf -lW "$root/orchestra" | grep -q INTERP; then
     fail "the image's binary asks for a dynamic loader (PT_INTERP): it needs a libc"
   fi
   # An empty root: the binary, the image's configuration and the quick
   # start, nothing else (no /lib, no /etc/ssl).
-  mkdir -p "$root/etc/orchestra" "$root/data"
+  mkdir -p "$root/etc/orchestra" "$root/data" "$root/proc"
+  # The base image's /tmp, writable by its non-root user: the evaluation
+  # workers keep their stderr in an unlinked file there.
+  mkdir -m 1777 "$root/tmp"
   cp packaging/container/orchestra.yaml "$root/etc/orchestra/orchestra.yaml"
   cp examples/quickstart.json "$root/quickstart.json"
   "${chroot[@]}" "$root" /orchestra version

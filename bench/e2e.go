@@ -17,12 +17,17 @@ import (
 
 // buildBinaries builds orchestra and the fixture server into dir.
 func buildBinaries(ctx context.Context, dir string) (orchestra, fixture string, err error) {
+	root, err := orchestraDir()
+	if err != nil {
+		return "", "", err
+	}
 	orchestra = filepath.Join(dir, "orchestra")
 	fixture = filepath.Join(dir, "fixtureserver")
 	for _, b := range []struct{ out, pkg string }{{orchestra, "."}, {fixture, "./testdata/fixtureserver"}} {
 		cmd := exec.CommandContext(ctx, "go", "build", "-o", b.out, b.pkg)
+		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
-			return "", "", fmt.Errorf("building %s (run the bench from the module root): %v\n%s", b.pkg, err, out)
+			return "", "", fmt.Errorf("building %s in %s: %v\n%s", b.pkg, root, err, out)
 		}
 	}
 	return orchestra, fixture, nil

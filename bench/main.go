@@ -1,9 +1,13 @@
 // Command bench measures orchestra side by side with the ways of working it
 // replaces, and writes what it measured as tables, CSV files and plots.
 //
-//	go run ./bench                 # everything, a few minutes
-//	go run ./bench -quick          # every section scaled down, for CI
-//	go run ./bench -only model,http -out /tmp/bench
+//	go -C bench run .                 # everything, a few minutes
+//	go -C bench run . -quick          # every section scaled down, for CI
+//	go -C bench run . -only model,http -out /tmp/bench
+//
+// The harness is a module of its own, so that its plotting library is no
+// requirement of orchestra's; it uses orchestra's packages through a
+// replace directive, and builds orchestra's binaries in orchestra's module.
 //
 // The sections are: overhead (the engine's cost per step), schedules
 // (sequential, parallel groups and dag against the critical path of random
@@ -65,13 +69,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	c := &options{}
 	fs.BoolVar(&c.quick, "quick", false, "scale every section down (seconds, not minutes), as CI runs it")
-	fs.StringVar(&c.out, "out", "bench/out", "write CSV files and plots into `dir`")
+	fs.StringVar(&c.out, "out", "out", "write CSV files and plots into `dir` (relative to the current directory; the default is bench/out)")
 	only := fs.String("only", "", "run only these comma-separated `sections`: "+sectionNames())
 	fs.Uint64Var(&c.seed, "seed", 1, "seed of the random DAGs")
 	fs.DurationVar(&c.modelLatency, "model-latency", 800*time.Millisecond, "latency of one simulated model call (quick mode divides it by 100)")
 	fs.DurationVar(&c.toolLatency, "tool-latency", 50*time.Millisecond, "latency of one tool call in the model section (quick mode divides it by 100)")
 	fs.IntVar(&c.tasks, "tasks", 0, "NESTFUL tasks to run in the model section; 0 means all (quick: 20)")
-	fs.StringVar(&c.nestful, "nestful", "", "the NESTFUL `dir`; default ../shared/datasets/nestful next to the module")
+	fs.StringVar(&c.nestful, "nestful", "", "the NESTFUL `dir`; default ../shared/datasets/nestful next to orchestra's module")
 	fs.IntVar(&c.clients, "clients", 16, "concurrent clients in the http section")
 	fs.DurationVar(&c.duration, "duration", 3*time.Second, "how long each http measurement runs (quick: 300ms)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the sections run in this process to `file` (the e2e section's servers are other processes)")

@@ -79,7 +79,7 @@ func finalAnswer(goal string) string {
 	return "Here is the result for: " + goal
 }
 
-// react runs a task the ReAct way (seed 002's tool loop): one model call per
+// react runs a task the ReAct way (a reactive tool loop): one model call per
 // tool call, each with the whole conversation so far, then one call for the
 // answer. The model "decides" the gold calls, with the arguments the gold
 // plan resolved to.
@@ -170,15 +170,11 @@ func nestfulDir(c *options) string {
 	if c.nestful != "" {
 		return c.nestful
 	}
-	wd, _ := os.Getwd()
-	for d := wd; ; d = filepath.Dir(d) {
-		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-			return filepath.Join(d, "..", "shared", "datasets", "nestful")
-		}
-		if filepath.Dir(d) == d {
-			return ""
-		}
+	root, err := orchestraDir()
+	if err != nil {
+		return ""
 	}
+	return filepath.Join(root, "..", "shared", "datasets", "nestful")
 }
 
 // modelRoundTrips compares ReAct with orchestra's prompt path on the

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v4"
 
 	"github.com/orchestra-mcp/orchestra/internal/duration"
 	"github.com/orchestra-mcp/orchestra/internal/suggest"
@@ -76,6 +76,21 @@ type Server struct {
 	ShutdownGrace time.Duration `yaml:"shutdown_grace" json:"shutdown_grace"`
 	// SessionTimeout closes idle HTTP sessions. Default 30m; 0 keeps them.
 	SessionTimeout *time.Duration `yaml:"session_timeout" json:"session_timeout"`
+	// MaxSessions caps the open HTTP sessions; an initialize beyond it is
+	// refused with a JSON-RPC error until idle sessions expire. Default 4096.
+	MaxSessions int `yaml:"max_sessions" json:"max_sessions"`
+	// HeaderTimeout bounds how long a client may take to send a request's
+	// headers. Default 10s.
+	HeaderTimeout time.Duration `yaml:"header_timeout" json:"header_timeout"`
+	// BodyTimeout bounds how long a client may take to send a request's
+	// body once its headers are in. Default 30s.
+	BodyTimeout time.Duration `yaml:"body_timeout" json:"body_timeout"`
+	// MaxConnections caps the open HTTP connections; one beyond it is
+	// closed at once. Default 2048.
+	MaxConnections int `yaml:"max_connections" json:"max_connections"`
+	// MaxConnectionsPerClient caps the open connections of one remote
+	// address, so that one client cannot take every connection. Default 256.
+	MaxConnectionsPerClient int `yaml:"max_connections_per_client" json:"max_connections_per_client"`
 	// ExposeBuiltins lists the built-in tools directly to clients, next to
 	// agent_orchestrate. Default true.
 	ExposeBuiltins *bool `yaml:"expose_builtins" json:"expose_builtins"`
@@ -146,8 +161,14 @@ const (
 	DefaultMaxRequestBytes = 4 << 20
 	DefaultShutdownGrace   = 10 * time.Second
 	DefaultSessionTimeout  = 30 * time.Minute
-	DefaultRateLimit       = 50
-	DefaultRateBurst       = 100
+	DefaultMaxSessions     = 4096
+	DefaultHeaderTimeout   = 10 * time.Second
+	DefaultBodyTimeout     = 30 * time.Second
+	DefaultMaxConnections  = 2048
+
+	DefaultMaxConnectionsPerClient = 256
+	DefaultRateLimit               = 50
+	DefaultRateBurst               = 100
 
 	DefaultMaxConcurrentPlans         = 64
 	DefaultMaxDownstreamResponseBytes = 8 << 20
@@ -199,6 +220,15 @@ func (c *Config) applyDefaults() {
 	if c.Server.SessionTimeout == nil {
 		t := DefaultSessionTimeout
 		c.Server.SessionTimeout = &t
+	}
+	setInt(&c.Server.MaxSessions, DefaultMaxSessions)
+	setInt(&c.Server.MaxConnections, DefaultMaxConnections)
+	setInt(&c.Server.MaxConnectionsPerClient, DefaultMaxConnectionsPerClient)
+	if c.Server.HeaderTimeout == 0 {
+		c.Server.HeaderTimeout = DefaultHeaderTimeout
+	}
+	if c.Server.BodyTimeout == 0 {
+		c.Server.BodyTimeout = DefaultBodyTimeout
 	}
 }
 
@@ -253,7 +283,7 @@ func Parse(data []byte, lookup func(string) (string, bool)) (*Config, error) {
 func (c *Config) validate() error {
 	var problems []string
 	l := c.Limits
-	for name, v := range map[string]int{"max_depth": l.MaxDepth, "max_steps": l.MaxSteps, "max_parallel": l.MaxParallel, "max_nesting": l.MaxNesting, "max_attempts": l.MaxAttempts, "max_step_output_bytes": l.MaxStepOutputBytes, "max_response_bytes": l.MaxResponseBytes, "max_templates": l.MaxTemplates, "planner_attempts": l.PlannerAttempts, "max_tool_steps": l.MaxToolSteps, "max_concurrent_plans": l.MaxConcurrentPlans} {
+	for name, v := range map[string]int{"max_depth": l.MaxDepth, "max_steps": l.MaxSteps, "max_parallel": l.MaxParallel, "max_nesting": l.MaxNesting, "max_attempts": l.MaxAttempts, "max_step_output_bytes": l.MaxStepOutputBytes, "max_response_bytes": l.MaxResponseBytes, "max_templates": l.MaxTemplates, "max_argument_bytes": l.MaxArgumentBytes, "max_run_bytes": l.MaxRunBytes, "planner_attempts": l.PlannerAttempts, "max_tool_steps": l.MaxToolSteps, "max_concurrent_plans": l.MaxConcurrentPlans} {
 		if v < 0 {
 			problems = append(problems, fmt.Sprintf("limits.%s must not be negative", name))
 		}
@@ -266,6 +296,9 @@ func (c *Config) validate() error {
 	}
 	if l.PlanTimeout < 0 {
 		problems = append(problems, "limits.plan_timeout must not be negative")
+	}
+	if l.MaxMemoryBytes < 0 {
+		problems = append(problems, "limits.max_memory_bytes must not be negative")
 	}
 	if l.MaxDownstreamResponseBytes < 0 {
 		problems = append(problems, "limits.max_downstream_response_bytes must not be negative")
@@ -281,6 +314,12 @@ func (c *Config) validate() error {
 	}
 	if t := c.Server.SessionTimeout; t != nil && *t < 0 {
 		problems = append(problems, "server.session_timeout must not be negative (0 keeps idle sessions)")
+	}
+	if s := c.Server; s.MaxSessions < 0 || s.MaxConnections < 0 || s.MaxConnectionsPerClient < 0 {
+		problems = append(problems, "server.max_sessions, server.max_connections and server.max_connections_per_client must not be negative")
+	}
+	if c.Server.HeaderTimeout < 0 || c.Server.BodyTimeout < 0 {
+		problems = append(problems, "server.header_timeout and server.body_timeout must not be negative")
 	}
 	if p := c.Planner; p != nil {
 		problems = append(problems, validatePlanner(p)...)
@@ -340,6 +379,24 @@ func yamlError(err error) error {
 }
 
 func cleanYAMLError(err error) string {
+	var errs *yaml.LoadErrors
+	if errors.As(err, &errs) && len(errs.Errors) > 0 {
+		// Values that do not fit their keys: the first one's line leads.
+		var b strings.Builder
+		for i, e := range errs.Errors {
+			switch {
+			case i == 0:
+				fmt.Fprintf(&b, "%d: %s", e.Mark.Line, e.Message)
+			default:
+				fmt.Fprintf(&b, "; line %d: %s", e.Mark.Line, e.Message)
+			}
+		}
+		return b.String()
+	}
+	var le *yaml.LoadError
+	if errors.As(err, &le) && le.Mark.Line > 0 {
+		return fmt.Sprintf("%d: %s", le.Mark.Line, le.Message)
+	}
 	msg := err.Error()
 	if m := yamlLine.FindStringSubmatch(msg); m != nil {
 		return m[1] + ": " + strings.TrimSpace(msg[len(m[0]):])

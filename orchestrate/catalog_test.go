@@ -18,7 +18,7 @@ import (
 // the (fake, inside synctest) clock.
 var testCatalogs = map[string]func(t testing.TB) *registry.Catalog{
 	"default": defaultCatalog,
-	"seed000": seed000Catalog,
+	"blog":    blogCatalog,
 }
 
 func argInt(args map[string]any, name string, def int) int {
@@ -208,8 +208,9 @@ func defaultCatalog(t testing.TB) *registry.Catalog {
 	return registry.NewCatalog(tools...)
 }
 
-// seed000Catalog has seed 000's tools: they answer with artifact envelopes.
-func seed000Catalog(t testing.TB) *registry.Catalog {
+// blogCatalog has the blog-writing example tools: they answer with
+// artifact envelopes.
+func blogCatalog(t testing.TB) *registry.Catalog {
 	envOut := `{"type":"object","properties":{
 		"artifact_id":{"type":"string"},
 		"artifact":{"type":"object","properties":{"content":{"type":"string"},"sources":{"type":"array","items":{"type":"string"}}}},

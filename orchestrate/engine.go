@@ -4,9 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/rand"
-	"fmt"
 	"log/slog"
-	"slices"
 	"sync"
 	"time"
 
@@ -26,9 +24,8 @@ type Options struct {
 	Forbidden func(name string) bool
 	// Logger receives the engine's logs; nil discards them.
 	Logger *slog.Logger
-	// Observers see every event of every run. They must be safe for
-	// concurrent use and must not block for long.
-	Observers []Observer
+	// Hooks observe every run: see [Hooks] for what they are told, and when.
+	Hooks *Hooks
 	// ToolName is recorded in _metadata.tool_name; default "agent_orchestrate".
 	ToolName string
 	// NewID makes exec ids; default random UUIDs.
@@ -36,6 +33,10 @@ type Options struct {
 	// Record, when set, names the execution record of a run, given its exec
 	// id, in the envelope's _metadata.record.
 	Record func(execID string) string
+	// Redact, when set, cuts secrets out of the messages of errors before
+	// anything sees them: the envelope, the observers, the records. A
+	// tool's or a model provider's error may quote a credential.
+	Redact func(string) string
 	// StepContext, when set, returns the context a tool step's tool is
 	// called with (every attempt), derived from ctx: tracing puts the step's
 	// span there. It runs on the step's goroutine after the step started.
@@ -45,44 +46,22 @@ type Options struct {
 // RunOptions add to an engine's options for the runs of one request: what
 // only that request's caller wants to see, such as progress notifications.
 type RunOptions struct {
-	// Observers see the events of these runs, after the engine's own.
-	Observers []Observer
+	// Hooks observe these runs, after the engine's own.
+	Hooks *Hooks
 	// Logger replaces the engine's logger, e.g. with the request's ids.
 	Logger *slog.Logger
 	// Source says what started the runs ("agent_orchestrate", "cli");
-	// default the engine's tool name. Observers read it in RunInfo.
+	// default the engine's tool name. Hooks read it in RunInfo.
 	Source string
 }
 
-// Observer sees the events of runs: every state machine transition (step
-// starts and ends included) and the progress tools report.
-type Observer func(Event)
-
-// Event is one thing that happened in a run.
-type Event struct {
-	// Run describes the run.
-	Run *RunInfo
-	// Transition is the state machine's move; for progress events its
-	// Event is EventProgress and From and To are the current state.
-	Transition fsm.Transition
-	// Step is a snapshot of the step the event is about, if any.
-	Step *StepRecord
-	// Progress is the tool's report, for progress events.
-	Progress *registry.Progress
-	// Envelope is the final response, on the transition into a final state.
-	Envelope *Envelope
-}
-
-// EventProgress is the Transition.Event of progress events.
-const EventProgress = "progress"
-
-// RunInfo identifies a run for observers.
+// RunInfo identifies a run for its hooks.
 type RunInfo struct {
 	ExecID    string
 	IDs       toolcontext.IDs
 	Depth     int
-	Leaves    int // tool steps in the plan
-	Plan      *Plan
+	Leaves    int   // tool steps in the plan; known from PlanReady on the prompt path
+	Plan      *Plan // the plan; known from PlanReady on the prompt path
 	StartedAt time.Time
 	// Source says what started the run; see RunOptions.Source.
 	Source string
@@ -96,6 +75,11 @@ type Engine struct {
 	lim    Limits
 	log    *slog.Logger
 	source string
+	mem    *Memory // shared by the engines With makes
+	hooks  *Hooks  // opts.Hooks and the request's, composed; never nil
+	// transition, when set, sees every move of every run's state machine:
+	// the engine's own tests compare the paths with the design's.
+	transition fsm.Observer
 }
 
 // NewEngine returns an engine.
@@ -113,14 +97,21 @@ func NewEngine(opts Options) *Engine {
 	if opts.Tools == nil {
 		opts.Tools = registry.NewCatalog()
 	}
-	return &Engine{opts: opts, lim: opts.Limits.WithDefaults(), log: log, source: opts.ToolName}
+	hooks := opts.Hooks
+	if hooks == nil {
+		hooks = noHooks
+	}
+	lim := opts.Limits.WithDefaults()
+	return &Engine{opts: opts, lim: lim, log: log, source: opts.ToolName, mem: NewMemory(lim.MaxMemoryBytes), hooks: hooks}
 }
 
 // With returns an engine that shares e's catalog and limits and whose runs
 // also apply ro. It is cheap: make one per request.
 func (e *Engine) With(ro RunOptions) *Engine {
 	c := *e
-	c.opts.Observers = append(slices.Clip(e.opts.Observers), ro.Observers...)
+	if ro.Hooks != nil {
+		c.hooks = ComposeHooks(e.hooks, ro.Hooks)
+	}
 	if ro.Logger != nil {
 		c.log = ro.Logger
 	}
@@ -180,21 +171,27 @@ func (e *Engine) newRun(ctx context.Context, req *Request) *run {
 		execID:  e.opts.NewID(),
 		ids:     ids,
 		depth:   toolcontext.Depth(ctx),
+		hooks:   e.hooks,
 		records: map[*Step]*StepRecord{},
 		outputs: map[*Step]any{},
 		started: time.Now(),
 	}
+	r.bytes = runBytes{mem: e.mem, limit: int64(r.lim.MaxRunBytes)}
 	r.info = &RunInfo{ExecID: r.execID, IDs: ids, Depth: r.depth, StartedAt: r.started, Source: e.source}
 	r.info.Traceparent, _ = toolcontext.TraceparentFrom(ctx)
 	if req.Plan != nil {
-		// Known before validation on the plan path, so that the first
-		// transition can describe the run.
+		// Known before validation on the plan path, so that RunStarted
+		// can describe the run.
 		r.info.Plan, r.info.Leaves = req.Plan, len(req.Plan.Leaves())
 	}
 	if e.opts.Record != nil {
-		r.record = e.opts.Record(r.execID)
+		r.recordURI = e.opts.Record(r.execID)
 	}
-	r.m = fsm.New(r.observe)
+	if e.transition != nil {
+		r.m = fsm.New(e.transition)
+	} else {
+		r.m = fsm.New()
+	}
 	r.fireCtx = context.WithoutCancel(ctx)
 	return r
 }
@@ -202,14 +199,9 @@ func (e *Engine) newRun(ctx context.Context, req *Request) *run {
 // stepContext returns the context the tool of step s is called with.
 func (r *run) stepContext(ctx context.Context, s *Step) context.Context {
 	if h := r.e.opts.StepContext; h != nil {
-		return h(ctx, r.info, r.snapshot(s))
+		return h(ctx, r.info, r.record(s))
 	}
 	return ctx
-}
-
-func (r *run) errorEnvelope(code, format string, args ...any) *Envelope {
-	r.errors = append(r.errors, &Error{Code: code, Message: fmt.Sprintf(format, args...)})
-	return r.envelope()
 }
 
 // uuids makes random (version 4) UUIDs from crypto/rand, read 256 ids at a

@@ -4,12 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"math"
-	"slices"
-	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -42,8 +38,9 @@ const (
 	CodePlannerFailed     = "planner_failed"
 )
 
-// Envelope is the response of an orchestration: seed 000's artifact
-// envelope. It is the structuredContent of agent_orchestrate.
+// Envelope is the response of an orchestration, the artifact envelope
+// (artifact_id, artifact, _metadata). It is the structuredContent of
+// agent_orchestrate.
 type Envelope struct {
 	ArtifactID string    `json:"artifact_id"`
 	Artifact   *Artifact `json:"artifact"`
@@ -129,7 +126,8 @@ type StepRecord struct {
 	SkillID  string        `json:"skill_id,omitempty"`
 	Children []*StepRecord `json:"children,omitempty"`
 
-	step *Step
+	step  *Step
+	ended bool // the step ended: the record is final
 }
 
 // Metadata is the _metadata of the envelope.
@@ -203,16 +201,6 @@ func (e *Envelope) Summary() string {
 	return b.String()
 }
 
-// Text returns the text content of the response: the summary, then the
-// envelope as JSON.
-//
-// The JSON is compact: the text is read by models, for whom indentation is
-// tokens that say nothing, and it keeps the response small.
-func (e *Envelope) Text() string { return e.text(e.JSON()) }
-
-// text is the text content around data, the envelope's JSON.
-func (e *Envelope) text(data []byte) string { return e.Summary() + "\n\n" + string(data) }
-
 // JSON returns the envelope encoded as JSON. An envelope that does not
 // encode (a tool's output no JSON can hold) becomes an object saying why.
 func (e *Envelope) JSON() []byte {
@@ -223,8 +211,9 @@ func (e *Envelope) JSON() []byte {
 	return data
 }
 
-// skillID extracts the skill id of a downstream artifact envelope (seed 000's
-// ToolResponse): top-level skill_id first, then the artifact's, then _metadata's.
+// skillID extracts the skill id of a downstream tool's response when it is
+// an artifact envelope: top-level skill_id first, then the artifact's, then
+// _metadata's.
 func skillID(output any) string {
 	m, ok := output.(map[string]any)
 	if !ok {
@@ -257,219 +246,76 @@ func isArtifactEnvelope(m map[string]any) bool {
 	return a && b && c
 }
 
-// truncationMarker replaces an output too large for the response.
-func truncationMarker(data []byte, limit int) map[string]any {
-	preview := data
-	if n := min(limit/2, 1024); len(preview) > n {
-		preview = preview[:n]
-	}
-	return map[string]any{
-		"_truncated": true,
-		"bytes":      len(data),
-		"preview":    strings.ToValidUTF8(string(preview), "") + "…",
-		"message":    fmt.Sprintf("a value of %d bytes was truncated to fit the response; read the full record or narrow the output with json_query", len(data)),
-	}
+// snapshot is what a finished run's envelope is made of, taken once under
+// the run's lock after every step ended: nothing writes to it, or to the
+// records it holds, any more.
+type snapshot struct {
+	plan      *Plan
+	oversized bool // the plan is too large to echo
+	steps     []*StepRecord
+	bindings  map[string]any // the request's
+	results   map[string]any // the outputs of steps with a result_key
+	errors    []*Error
+	valid     *Validation
+	planner   *PlannerInfo
+	completed bool // the state machine ended in completed
+	dryRun    bool
+	lim       Limits
+	meta      Metadata
 }
 
-// capOutputs replaces outputs larger than the per-step limit with markers,
-// then the largest ones until the response fits its limit. The resolved
-// arguments of steps and the bindings (which repeat the outputs of steps
-// with a result_key) count as outputs: each of them could carry a large
-// value into the response.
-func capOutputs(a *Artifact, perStep, total int) {
-	var all []capSlot
-	add := func(sl capSlot) {
-		v := sl.get(a)
-		if v == nil {
-			return
-		}
-		size, ok := jsonSize(v)
-		if !ok {
-			return // json.Marshal fails on it
-		}
-		if size > perStep {
-			data, _ := json.Marshal(v)
-			sl.set(a, truncationMarker(data, perStep))
-			a.Truncated = true
-			data, _ = json.Marshal(sl.get(a))
-			size = len(data)
-		}
-		sl.size = size
-		all = append(all, sl)
+// envelope assembles the response of a run.
+func (s *snapshot) envelope() *Envelope {
+	a := &Artifact{Plan: s.plan, Steps: []*StepRecord{}, Errors: []*Error{}, ValidationErrors: []*Issue{}, Planner: s.planner}
+	if s.oversized {
+		a.Plan = nil
 	}
-	var walk func([]*StepRecord)
-	walk = func(rs []*StepRecord) {
-		for _, r := range rs {
-			add(capSlot{rec: r, kind: capOutput})
-			if r.Arguments != nil {
-				add(capSlot{rec: r, kind: capArguments})
+	a.Bindings = make(map[string]any, len(s.bindings)+len(s.results))
+	maps.Copy(a.Bindings, s.bindings)
+	maps.Copy(a.Bindings, s.results)
+	if s.valid != nil {
+		a.ValidationErrors = s.valid.Errors
+		if len(s.valid.Warnings) > 0 {
+			a.Warnings = s.valid.Warnings
+		}
+	}
+	a.Steps = append(a.Steps, s.steps...)
+	if s.plan != nil && s.plan.Type == "direct_response" {
+		a.Response = s.plan.Content
+	}
+	// The errors of tool steps and of skipped steps, except the losers a
+	// won first_success race cancelled: cancelling them is the strategy
+	// working, not a failure.
+	var stepErrs []*Error
+	var walk func(rs []*StepRecord, wonRace bool)
+	walk = func(rs []*StepRecord, wonRace bool) {
+		for _, rec := range rs {
+			if rec.Error != nil && (rec.Type == "tool" || rec.Status == StatusSkipped) && !(wonRace && rec.Status == StatusCancelled) {
+				stepErrs = append(stepErrs, rec.Error)
 			}
-			walk(r.Children)
+			walk(rec.Children, rec.Merge == MergeFirstSuccess && rec.Status == StatusSuccess)
 		}
 	}
-	walk(a.Steps)
-	for _, k := range slices.Sorted(maps.Keys(a.Bindings)) {
-		add(capSlot{kind: capBinding, key: k})
-	}
-	size := 0
-	for _, s := range all {
-		size += s.size
-	}
-	if size <= total {
-		return
-	}
-	slices.SortStableFunc(all, func(x, y capSlot) int { return y.size - x.size })
-	for _, s := range all {
-		if size <= total {
-			break
+	walk(a.Steps, false)
+	// A group's status sums up its children, so the plan's status follows
+	// from the top-level steps.
+	anyFailed := false
+	for _, rec := range a.Steps {
+		if rec.Status == StatusFailed || rec.Status == StatusPartial || rec.Status == StatusCancelled || (rec.Status == StatusSkipped && rec.Error != nil) {
+			anyFailed = true
 		}
-		data, _ := json.Marshal(s.get(a))
-		marker := truncationMarker(data, 256)
-		small, _ := json.Marshal(marker)
-		if len(small) >= s.size {
-			continue // a marker would not make the response smaller
-		}
-		s.set(a, marker)
-		size -= s.size - len(small)
-		a.Truncated = true
 	}
-}
-
-// capSlot is one value of the envelope that capOutputs may replace: a
-// step's output or arguments, or a binding.
-type capSlot struct {
-	rec  *StepRecord
-	kind int
-	key  string
-	size int
-}
-
-const (
-	capOutput = iota
-	capArguments
-	capBinding
-)
-
-func (s capSlot) get(a *Artifact) any {
-	switch s.kind {
-	case capOutput:
-		return s.rec.Output
-	case capArguments:
-		if s.rec.Arguments == nil {
-			return nil
-		}
-		return s.rec.Arguments
-	}
-	return a.Bindings[s.key]
-}
-
-func (s capSlot) set(a *Artifact, m map[string]any) {
-	switch s.kind {
-	case capOutput:
-		s.rec.Output = m
-	case capArguments:
-		s.rec.Arguments = m
+	a.Errors = append(append(a.Errors, stepErrs...), s.errors...)
+	a.DryRun = s.dryRun
+	switch {
+	case !s.completed || len(a.ValidationErrors) > 0:
+		a.Status = StatusFailed
+	case anyFailed:
+		a.Status = StatusPartial
 	default:
-		a.Bindings[s.key] = m
+		a.Status = StatusSuccess
 	}
-}
-
-// jsonSize returns len(json.Marshal(v)) without building the encoding for
-// the types decoded JSON is made of, and ok=false where json.Marshal fails.
-func jsonSize(v any) (n int, ok bool) {
-	switch v := v.(type) {
-	case nil:
-		return 4, true
-	case bool:
-		if v {
-			return 4, true
-		}
-		return 5, true
-	case string:
-		return jsonStringSize(v), true
-	case float64:
-		if math.IsInf(v, 0) || math.IsNaN(v) {
-			return 0, false
-		}
-		var buf [32]byte
-		return len(appendJSONFloat(buf[:0], v)), true
-	case map[string]any:
-		if v == nil {
-			return 4, true
-		}
-		n = 2 + max(len(v)-1, 0) // braces and commas
-		for k, e := range v {
-			m, ok := jsonSize(e)
-			if !ok {
-				return 0, false
-			}
-			n += jsonStringSize(k) + 1 + m
-		}
-		return n, true
-	case []any:
-		if v == nil {
-			return 4, true
-		}
-		n = 2 + max(len(v)-1, 0)
-		for _, e := range v {
-			m, ok := jsonSize(e)
-			if !ok {
-				return 0, false
-			}
-			n += m
-		}
-		return n, true
-	}
-	data, err := json.Marshal(v)
-	if err != nil {
-		return 0, false
-	}
-	return len(data), true
-}
-
-// appendJSONFloat formats f the way encoding/json does.
-func appendJSONFloat(b []byte, f float64) []byte {
-	format := byte('f')
-	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-		format = 'e'
-	}
-	b = strconv.AppendFloat(b, f, format, -1, 64)
-	if format == 'e' {
-		// clean up e-09 to e-9
-		n := len(b)
-		if n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
-			b[n-2] = b[n-1]
-			b = b[:n-1]
-		}
-	}
-	return b
-}
-
-// jsonStringSize is the length of s encoded by encoding/json, which escapes
-// HTML characters and replaces invalid UTF-8.
-func jsonStringSize(s string) int {
-	n := 2
-	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf {
-			switch {
-			case c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t':
-				n += 2
-			case c < 0x20 || c == '<' || c == '>' || c == '&':
-				n += 6
-			default:
-				n++
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1, r == '\u2028', r == '\u2029':
-			n += 6
-		default:
-			n += size
-		}
-		i += size
-	}
-	return n
+	a.Success = a.Status == StatusSuccess
+	capOutputs(a, s.lim.MaxStepOutputBytes, s.lim.MaxResponseBytes)
+	return &Envelope{ArtifactID: s.meta.ExecID, Artifact: a, Metadata: s.meta}
 }

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/orchestra-mcp/orchestra/fsm"
 	"github.com/orchestra-mcp/orchestra/registry"
 	"github.com/orchestra-mcp/orchestra/toolcontext"
 )
@@ -56,11 +56,11 @@ func TestStopBetweenSteps(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()
-			te := newTestEngine(t, defaultCatalog(t), Limits{}, func(ev Event) {
-				if ev.Transition.Event == fsm.EventStepSucceeded {
+			te := newTestEngine(t, defaultCatalog(t), Limits{}, &Hooks{StepEnded: func(i StepEndedInfo) {
+				if i.Step.Status == StatusSuccess {
 					cancel()
 				}
-			})
+			}})
 			env := te.Run(ctx, mustRequest(t, plan))
 			te.logs.checkFSM(t)
 			if got, want := stepStatuses(env), []string{"0=success", "1=skipped"}; !slices.Equal(got, want) {
@@ -76,11 +76,11 @@ func TestStopBetweenSteps(t *testing.T) {
 	})
 	t.Run("deadline", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			te := newTestEngine(t, defaultCatalog(t), Limits{}, func(ev Event) {
-				if ev.Transition.Event == fsm.EventStepSucceeded {
+			te := newTestEngine(t, defaultCatalog(t), Limits{}, &Hooks{StepEnded: func(i StepEndedInfo) {
+				if i.Step.Status == StatusSuccess {
 					time.Sleep(time.Second) // the plan's 100ms pass with nothing in flight
 				}
-			})
+			}})
 			req := mustRequest(t, plan)
 			req.TimeoutMS = 100
 			env := te.Run(t.Context(), req)
@@ -509,5 +509,33 @@ func TestResponseCap(t *testing.T) {
 	}
 	if !env.Artifact.Truncated {
 		t.Errorf("truncated is not set")
+	}
+}
+
+// TestResultContent checks the two text blocks of a result: the summary
+// for people, then exactly the structured content as JSON, so that a
+// client that parses a text block finds one that parses.
+func TestResultContent(t *testing.T) {
+	te := newTestEngine(t, testCatalogs["default"](t), Limits{})
+	env := te.Run(t.Context(), mustRequest(t, `{"plan":{"steps":[{"tool":"write","arguments":{"text":"hi"}}]}}`))
+	res := Result(env)
+	if len(res.Content) != 2 {
+		t.Fatalf("want 2 content blocks, got %d", len(res.Content))
+	}
+	summary := res.Content[0].(*mcp.TextContent).Text
+	if summary != env.Summary() || json.Valid([]byte(summary)) {
+		t.Errorf("the first block is not the summary line: %q", summary)
+	}
+	data := res.Content[1].(*mcp.TextContent).Text
+	var got, want any
+	if err := json.Unmarshal([]byte(data), &got); err != nil {
+		t.Fatalf("the second block is not JSON: %v\n%s", err, data)
+	}
+	structured, _ := json.Marshal(res.StructuredContent)
+	if err := json.Unmarshal(structured, &want); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the JSON block differs from structuredContent (-want +got):\n%s", diff)
 	}
 }

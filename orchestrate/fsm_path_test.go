@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"testing/synctest"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/orchestra-mcp/orchestra/fsm"
 )
 
 // The paths runs take through the state machine, collected by an observer.
@@ -72,9 +74,9 @@ func TestFSMPaths(t *testing.T) {
 				if diff := cmp.Diff(tc.want, te.rec.path()); diff != "" {
 					t.Errorf("path (-want +got):\n%s", diff)
 				}
-				// The last event observers see is "final", with the envelope.
-				if ev := te.rec.events(); len(ev) == 0 || ev[len(ev)-1] != EventFinal {
-					t.Errorf("events %v do not end with %q", ev, EventFinal)
+				// The first hook is RunStarted, the last RunFinished.
+				if h := te.rec.calls(); len(h) < 2 || h[0] != "run_started" || h[len(h)-1] != "run_finished" {
+					t.Errorf("hooks %v do not begin with run_started and end with run_finished", h)
 				}
 				if env.Artifact.Success != slices.Contains(te.rec.path(), "finished: dispatching_step -> completed") {
 					t.Errorf("success %v but path %v", env.Artifact.Success, te.rec.path())
@@ -84,16 +86,86 @@ func TestFSMPaths(t *testing.T) {
 	}
 }
 
-// Every step start and end inside a group is observed, as a self-loop.
-func TestFSMStepEvents(t *testing.T) {
+// Every step and group is seen to start and to end, at the top level and
+// inside groups, each exactly once, a group around its children.
+func TestStepHooks(t *testing.T) {
 	te := newTestEngine(t, defaultCatalog(t), Limits{})
 	te.Run(t.Context(), mustRequest(t, `{"plan":{"steps":[{"tool":"write","arguments":{"text":"a"}},{"parallel":[{"tool":"write","arguments":{"text":"b"}},{"tool":"write","arguments":{"text":"c"}}]}]}}`))
-	count := map[string]int{}
-	for _, ev := range te.rec.events() {
-		count[ev]++
+	got := te.rec.calls()
+	if len(got) != 11 {
+		t.Fatalf("hooks %v, want 11", got)
 	}
-	// Two top-level starts and two child starts; the children's ends.
-	if count["step_started"] != 4 || count["step_finished"] != 2 {
-		t.Errorf("step_started %d, step_finished %d; want 4 and 2 (events %v)", count["step_started"], count["step_finished"], te.rec.events())
+	// The group's children run at once: their order is free, but each
+	// starts before it ends.
+	children := slices.Clone(got[5:9])
+	for _, c := range []string{"plan.steps[1].parallel[0]", "plan.steps[1].parallel[1]"} {
+		if slices.Index(children, "step_started "+c) > slices.Index(children, "step_ended "+c+" success") {
+			t.Errorf("%s ended before it started: %v", c, children)
+		}
+	}
+	slices.Sort(children)
+	got = slices.Concat(got[:5], children, got[9:])
+	want := []string{
+		"run_started", "plan_ready",
+		"step_started plan.steps[0]", "step_ended plan.steps[0] success",
+		"step_started plan.steps[1]",
+		"step_ended plan.steps[1].parallel[0] success", "step_ended plan.steps[1].parallel[1] success",
+		"step_started plan.steps[1].parallel[0]", "step_started plan.steps[1].parallel[1]",
+		"step_ended plan.steps[1] success", "run_finished",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("hooks (-want +got):\n%s", diff)
+	}
+}
+
+// An event the state machine refuses is an error of the run that its
+// hooks see, not only a log line: the test engines fail on it.
+func TestRefusedEventIsAnError(t *testing.T) {
+	var got error
+	e := NewEngine(Options{Hooks: &Hooks{RunFinished: func(i RunFinishedInfo) { got = i.Err }}})
+	r := e.newRun(t.Context(), &Request{})
+	r.fire(fsm.EventMerged) // plan_init has no merged
+	env := r.reject([]*Issue{{Code: CodeInvalidRequest, Message: "not a request"}})
+	if got == nil || !strings.Contains(got.Error(), "merged") || !strings.Contains(got.Error(), fsm.StatePlanInit) {
+		t.Errorf("RunFinishedInfo.Err = %v, want the refused event", got)
+	}
+	if env.Artifact.Status != StatusFailed {
+		t.Errorf("status %s", env.Artifact.Status)
+	}
+}
+
+// A hook that panics takes neither the run nor the process down: the run
+// ends as it would have, and the panic is its internal error.
+func TestPanickingHook(t *testing.T) {
+	var got error
+	e := NewEngine(Options{Tools: defaultCatalog(t), Hooks: ComposeHooks(
+		&Hooks{StepEnded: func(StepEndedInfo) { panic("observer bug") }},
+		&Hooks{RunFinished: func(i RunFinishedInfo) { got = i.Err }},
+	)})
+	env := e.Run(t.Context(), mustRequest(t, `{"plan":{"steps":[{"parallel":[{"tool":"write","arguments":{"text":"a"}}]}]}}`))
+	if !env.Artifact.Success {
+		t.Errorf("status %s: %v", env.Artifact.Status, env.Artifact.Errors)
+	}
+	if got == nil || strings.Count(got.Error(), "observer bug") != 2 {
+		t.Errorf("RunFinishedInfo.Err = %v, want the panics of the child's and the group's StepEnded", got)
+	}
+}
+
+// ComposeHooks calls each consumer's hook in order and skips nil ones.
+func TestComposeHooks(t *testing.T) {
+	var got []string
+	a := &Hooks{PlanReady: func(PlanReadyInfo) { got = append(got, "a") }}
+	b := &Hooks{PlanReady: func(PlanReadyInfo) { got = append(got, "b") }, RunStarted: func(RunStartedInfo) { got = append(got, "b started") }}
+	h := ComposeHooks(nil, a, nil, b)
+	h.RunStarted(RunStartedInfo{})
+	h.PlanReady(PlanReadyInfo{})
+	if want := []string{"b started", "a", "b"}; !slices.Equal(got, want) {
+		t.Errorf("calls %v, want %v", got, want)
+	}
+	if h.StepEnded != nil || ComposeHooks() != nil || ComposeHooks(nil) != nil {
+		t.Error("nothing to call must stay nil")
+	}
+	if a.PlanReady == nil || b.RunStarted == nil || h == a || h == b {
+		t.Error("ComposeHooks changed what it was given")
 	}
 }

@@ -41,12 +41,15 @@ func fuzzEngine(t testing.TB) *Engine {
 // decoding, validation, template resolution and execution against no-op
 // tools. Whatever the input, the handler answers with an envelope (never a
 // panic or a protocol error), isError agrees with the envelope, every
-// error has a code and a message, and the envelope encodes as JSON.
+// error has a code and a message, the envelope encodes as JSON, the state
+// machine refuses no event, and the hooks see every step of the envelope
+// end exactly once (checkLifecycle).
 func FuzzOrchestrate(f *testing.F) {
 	f.Add([]byte(`{"plan":{"steps":[{"id":"a","tool":"echo","arguments":{"text":"hi","items":[{"url":"u"}]}},{"tool":"echo","arguments":{"text":"${a.output.text}!","n":"$bindings.n"}}]},"bindings":{"n":3}}`))
 	e := fuzzEngine(f)
-	h := e.Handler(HandlerOptions{MaxRequestBytes: 1 << 20})
 	f.Fuzz(func(t *testing.T, data []byte) {
+		rec := &pathRecorder{}
+		h := e.With(RunOptions{Hooks: rec.lifecycle(t)}).Handler(HandlerOptions{MaxRequestBytes: 1 << 20})
 		req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: ToolName, Arguments: json.RawMessage(data)}}
 		res, err := h(t.Context(), req)
 		if err != nil {
@@ -82,5 +85,6 @@ func FuzzOrchestrate(f *testing.F) {
 		if len(env.Artifact.ValidationErrors) > MaxIssues+1 {
 			t.Fatalf("%d validation errors; want at most %d", len(env.Artifact.ValidationErrors), MaxIssues+1)
 		}
+		checkLifecycle(t, env, rec.calls())
 	})
 }

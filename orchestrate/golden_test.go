@@ -6,11 +6,9 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -18,7 +16,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/tools/txtar"
 
-	"github.com/orchestra-mcp/orchestra/fsm"
 	"github.com/orchestra-mcp/orchestra/toolcontext"
 )
 
@@ -259,114 +256,6 @@ func traceSteps(rs []*StepRecord) []*traceStep {
 	return out
 }
 
-// pathRecorder collects the transitions of runs.
-type pathRecorder struct {
-	mu  sync.Mutex
-	all []fsm.Transition
-}
-
-func (p *pathRecorder) observe(ev Event) {
-	p.mu.Lock()
-	p.all = append(p.all, ev.Transition)
-	p.mu.Unlock()
-}
-
-// path returns the state-changing transitions, and the final event.
-func (p *pathRecorder) path() []string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var out []string
-	for _, t := range p.all {
-		if t.From == t.To {
-			continue
-		}
-		out = append(out, fmt.Sprintf("%s: %s -> %s", t.Event, t.From, t.To))
-	}
-	return out
-}
-
-// events returns the names of all events, self-loops included.
-func (p *pathRecorder) events() []string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var out []string
-	for _, t := range p.all {
-		out = append(out, t.Event)
-	}
-	return out
-}
-
-// errorLog records the engine's error logs; a "state machine" error means
-// the executor fired an event its state does not allow.
-type errorLog struct {
-	mu   sync.Mutex
-	msgs []string
-}
-
-func (l *errorLog) Enabled(context.Context, slog.Level) bool { return true }
-func (l *errorLog) Handle(_ context.Context, r slog.Record) error {
-	if r.Level < slog.LevelError {
-		return nil
-	}
-	msg := r.Message
-	r.Attrs(func(a slog.Attr) bool {
-		if a.Key == "event" || a.Key == "state" || a.Key == "err" {
-			msg += fmt.Sprintf(" %s=%v", a.Key, a.Value)
-		}
-		return true
-	})
-	l.mu.Lock()
-	l.msgs = append(l.msgs, msg)
-	l.mu.Unlock()
-	return nil
-}
-func (l *errorLog) WithAttrs([]slog.Attr) slog.Handler { return l }
-func (l *errorLog) WithGroup(string) slog.Handler      { return l }
-
-// checkFSM fails t when the engine fired an event its state did not allow.
-func (l *errorLog) checkFSM(t testing.TB) {
-	t.Helper()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, m := range l.msgs {
-		if strings.HasPrefix(m, "state machine") {
-			t.Errorf("the executor fired an event the transition table does not allow: %s", m)
-		}
-	}
-}
-
-func counterIDs() func() string {
-	var mu sync.Mutex
-	n := 0
-	return func() string {
-		mu.Lock()
-		defer mu.Unlock()
-		n++
-		return fmt.Sprintf("id-%d", n)
-	}
-}
-
-// testEngine is an engine over a catalog that records its path and logs.
-type testEngine struct {
-	*Engine
-	rec  *pathRecorder
-	logs *errorLog
-}
-
-func newTestEngine(t testing.TB, tools Tools, lim Limits, observers ...Observer) *testEngine {
-	rec := &pathRecorder{}
-	logs := &errorLog{}
-	e := NewEngine(Options{
-		Tools:     tools,
-		Limits:    lim,
-		Forbidden: func(name string) bool { return name == "agent_orchestrate" },
-		Logger:    slog.New(logs),
-		Observers: append([]Observer{rec.observe}, observers...),
-		NewID:     counterIDs(),
-	})
-	return &testEngine{e, rec, logs}
-}
-
 func makeTrace(env *Envelope, rec *pathRecorder) *trace {
 	a := env.Artifact
 	return &trace{
@@ -405,6 +294,7 @@ func TestGoldenRun(t *testing.T) {
 					env = te.Run(ctx, req)
 				}
 				te.logs.checkFSM(t)
+				checkLifecycle(t, env, te.rec.calls())
 				c.check(t, makeTrace(env, te.rec))
 				// The envelope always marshals, and says the same in text.
 				if _, err := json.Marshal(env); err != nil {

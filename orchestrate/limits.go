@@ -26,6 +26,17 @@ type Limits struct {
 	MaxResponseBytes int `json:"max_response_bytes" yaml:"max_response_bytes"`
 	// MaxTemplates caps the template references in one plan.
 	MaxTemplates int `json:"max_templates" yaml:"max_templates"`
+	// MaxArgumentBytes caps a step's arguments as JSON once their
+	// templates are resolved: a step that would pass more fails with
+	// too_large before its tool is called.
+	MaxArgumentBytes int `json:"max_argument_bytes" yaml:"max_argument_bytes"`
+	// MaxRunBytes caps what one run's steps hold together: their outputs
+	// and resolved arguments, as JSON.
+	MaxRunBytes int `json:"max_run_bytes" yaml:"max_run_bytes"`
+	// MaxMemoryBytes caps what all the runs of a server hold together;
+	// new runs are refused (busy) when one more might pass it, or when
+	// the live heap is over it.
+	MaxMemoryBytes int64 `json:"max_memory_bytes" yaml:"max_memory_bytes"`
 }
 
 // DefaultLimits returns the design's limits.
@@ -41,6 +52,9 @@ func DefaultLimits() Limits {
 		MaxStepOutputBytes: 256 << 10,
 		MaxResponseBytes:   2 << 20,
 		MaxTemplates:       1000,
+		MaxArgumentBytes:   4 << 20,
+		MaxRunBytes:        64 << 20,
+		MaxMemoryBytes:     1 << 30,
 	}
 }
 
@@ -76,6 +90,15 @@ func (l Limits) WithDefaults() Limits {
 	}
 	if l.MaxTemplates == 0 {
 		l.MaxTemplates = d.MaxTemplates
+	}
+	if l.MaxArgumentBytes == 0 {
+		l.MaxArgumentBytes = d.MaxArgumentBytes
+	}
+	if l.MaxRunBytes == 0 {
+		l.MaxRunBytes = d.MaxRunBytes
+	}
+	if l.MaxMemoryBytes == 0 {
+		l.MaxMemoryBytes = d.MaxMemoryBytes
 	}
 	return l
 }

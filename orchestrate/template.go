@@ -2,7 +2,9 @@ package orchestrate
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -64,7 +66,11 @@ func (r *Ref) StepIndex() (int, bool) {
 		return 0, false
 	}
 	n, err := strconv.Atoi(r.Step)
-	return n, err == nil
+	if err != nil {
+		// Too large for an int: an index past the end of any plan.
+		return math.MaxInt, true
+	}
+	return n, true
 }
 
 // Canonical renders r in its whole-value form, without interpolation braces.
@@ -116,271 +122,6 @@ func (t *Template) Refs() []*Ref {
 		return refs
 	}
 	return nil
-}
-
-// TemplateError is a malformed template.
-type TemplateError struct {
-	Text   string
-	Offset int
-	Reason string
-}
-
-func (e *TemplateError) Error() string {
-	return fmt.Sprintf("malformed template %q at offset %d: %s", e.Text, e.Offset, e.Reason)
-}
-
-// mayBeTemplate reports whether s needs parsing at all: the fast path for
-// plain strings.
-func mayBeTemplate(s string) bool {
-	return strings.HasPrefix(s, "$") || strings.Contains(s, "${")
-}
-
-// ParseTemplate parses a string argument.
-//
-// A string is a whole-value template only when all of it is one reference;
-// "$5 dollars" is plain text. Inside longer strings, ${...} interpolates and a
-// "${" that does not hold a well-formed reference is an error, so a typo is
-// never silently sent to a tool. "$$" at the start of a string is a literal
-// "$", and "$${" anywhere a literal "${".
-func ParseTemplate(s string) (*Template, error) {
-	if !mayBeTemplate(s) {
-		return &Template{Kind: Literal, Literal: s}, nil
-	}
-	if strings.HasPrefix(s, "$$") {
-		return &Template{Kind: Literal, Literal: s[1:]}, nil
-	}
-	if strings.HasPrefix(s, "$") && !strings.HasPrefix(s, "${") {
-		// One allocation holds the template, its reference and a short path.
-		w := &struct {
-			t   Template
-			r   Ref
-			seg [2]Seg
-		}{}
-		if n, err := parseRef(&w.r, w.seg[:0], s, 1); err == nil && n == len(s) {
-			w.r.Text = s
-			w.t = Template{Kind: Whole, Ref: &w.r}
-			return &w.t, nil
-		}
-	}
-	count := strings.Count(s, "${")
-	if count == 0 {
-		return &Template{Kind: Literal, Literal: s}, nil
-	}
-	parts := make([]Part, 0, 2*count+1)
-	refs := make([]Ref, count)
-	segs := make([]Seg, 2*count) // room for two path segments per reference
-	// The text between references is a substring of s unless a "$${"
-	// escape joins pieces; only then are bytes copied.
-	var lit string
-	var joined []byte
-	addText := func(t string) {
-		switch {
-		case joined != nil:
-			joined = append(joined, t...)
-		case lit == "":
-			lit = t
-		default:
-			joined = append(append(make([]byte, 0, len(lit)+len(t)+16), lit...), t...)
-		}
-	}
-	endText := func() {
-		switch {
-		case joined != nil:
-			parts = append(parts, Part{Text: string(joined)})
-		case lit != "":
-			parts = append(parts, Part{Text: lit})
-		}
-		lit, joined = "", nil
-	}
-	for i := 0; i < len(s); {
-		j := strings.Index(s[i:], "${")
-		if j < 0 {
-			addText(s[i:])
-			break
-		}
-		if j > 0 && s[i+j-1] == '$' {
-			// "$${" is a literal "${", here as at the start.
-			addText(s[i : i+j-1])
-			addText("${")
-			i += j + 2
-			continue
-		}
-		addText(s[i : i+j])
-		start := i + j
-		end := strings.IndexByte(s[start:], '}')
-		if end < 0 {
-			return nil, &TemplateError{Text: s, Offset: start, Reason: `"${" is not closed by "}"; write "$${" for a literal "${"`}
-		}
-		end += start
-		k := count - len(refs)
-		ref := &refs[0]
-		refs = refs[1:]
-		n, err := parseRef(ref, segs[2*k:2*k:2*k+2], s[:end], start+2)
-		if err != nil {
-			return nil, &TemplateError{Text: s, Offset: start, Reason: err.Error()}
-		}
-		if n != end {
-			return nil, &TemplateError{Text: s, Offset: n, Reason: fmt.Sprintf("unexpected %q in reference %q; a reference is ${N.output.path}, ${id.output.path} or ${bindings.name.path}", s[n:end], s[start:end+1])}
-		}
-		ref.Text = s[start : end+1]
-		endText()
-		parts = append(parts, Part{Ref: ref})
-		i = end + 1
-	}
-	endText()
-	if len(refs) == count {
-		// No reference, only escaped "$${": plain text.
-		text := ""
-		if len(parts) > 0 {
-			text = parts[0].Text
-		}
-		return &Template{Kind: Literal, Literal: text}, nil
-	}
-	return &Template{Kind: Interpolated, Parts: parts}, nil
-}
-
-// parseRef parses into ref a reference without its leading "$" or "${"
-// starting at s[i], appending its path to path, and returns the offset just
-// past it.
-func parseRef(ref *Ref, path []Seg, s string, i int) (int, error) {
-	name, i := scanName(s, i)
-	if name == "" {
-		return i, fmt.Errorf("expected a step index, a step id or \"bindings\" after \"$\"")
-	}
-	if name == "bindings" {
-		if i >= len(s) || s[i] != '.' {
-			return i, fmt.Errorf("expected \".name\" after \"bindings\"")
-		}
-		b, j := scanName(s, i+1)
-		if b == "" || !isIdent(b) {
-			return i + 1, fmt.Errorf("expected a binding name after \"bindings.\"")
-		}
-		ref.Binding, i = b, j
-	} else {
-		if !isIdent(name) && !isIndex(name) {
-			return i, fmt.Errorf("%q is neither a step index nor a step id", name)
-		}
-		if !strings.HasPrefix(s[i:], ".output") || (len(s) > i+7 && isNameByte(s[i+7])) {
-			return i, fmt.Errorf("expected \".output\" after \"$%s\"", name)
-		}
-		ref.Step, i = name, i+7
-	}
-	path, i, err := parsePath(path, s, i)
-	if err != nil {
-		return i, err
-	}
-	ref.Path = path
-	return i, nil
-}
-
-// parsePath appends to path the .key, ["key"] and [i] segments of s[i:]
-// until something else starts.
-func parsePath(path []Seg, s string, i int) ([]Seg, int, error) {
-	for i < len(s) {
-		switch s[i] {
-		case '.':
-			key, j := scanName(s, i+1)
-			if key == "" {
-				return nil, i, fmt.Errorf("expected a field name after \".\"")
-			}
-			path = append(path, Seg{Key: key})
-			i = j
-		case '[':
-			if i+1 < len(s) && s[i+1] == '"' {
-				end := strings.Index(s[i+1:], `"]`)
-				if end < 0 {
-					return nil, i, fmt.Errorf(`expected "\"]" to close a quoted key`)
-				}
-				var key string
-				if err := json.Unmarshal([]byte(s[i+1:i+2+end]), &key); err != nil {
-					return nil, i, fmt.Errorf("bad quoted key: %v", err)
-				}
-				path = append(path, Seg{Key: key})
-				i += end + 3
-				continue
-			}
-			end := strings.IndexByte(s[i:], ']')
-			if end < 0 {
-				return nil, i, fmt.Errorf("expected \"]\" to close an index")
-			}
-			n, err := strconv.Atoi(s[i+1 : i+end])
-			if err != nil || n < 0 || !isIndex(s[i+1:i+end]) {
-				return nil, i, fmt.Errorf("index %q is not a non-negative integer", s[i+1:i+end])
-			}
-			path = append(path, Seg{Index: n, IsIndex: true})
-			i += end + 1
-		default:
-			return path, i, nil
-		}
-	}
-	return path, i, nil
-}
-
-func scanName(s string, i int) (string, int) {
-	j := i
-	for j < len(s) && isNameByte(s[j]) {
-		j++
-	}
-	return s[i:j], j
-}
-
-func isNameByte(c byte) bool {
-	return c == '_' || c == '-' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
-}
-
-// isIdent reports whether s is a valid step id or result key:
-// [A-Za-z_][A-Za-z0-9_-]*.
-func isIdent(s string) bool {
-	if s == "" {
-		return false
-	}
-	c := s[0]
-	if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
-		return false
-	}
-	for i := 1; i < len(s); i++ {
-		if !isNameByte(s[i]) {
-			return false
-		}
-	}
-	return true
-}
-
-func isIndex(s string) bool {
-	if s == "" || len(s) > 9 || (len(s) > 1 && s[0] == '0') {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
-}
-
-func isPathKey(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if !isNameByte(s[i]) {
-			return false
-		}
-	}
-	return true
-}
-
-// looksLikeTemplate reports whether a literal string was probably meant as
-// a template: "$research.title" (no .output), "$0.outputs.x".
-func looksLikeTemplate(s string) (name string, ok bool) {
-	if !strings.HasPrefix(s, "$") || strings.HasPrefix(s, "$$") || strings.HasPrefix(s, "${") {
-		return "", false
-	}
-	name, i := scanName(s, 1)
-	if name == "" || i >= len(s) || (s[i] != '.' && s[i] != '[') {
-		return "", false
-	}
-	return name, true
 }
 
 // PathError says where following a path into a value failed.
@@ -502,4 +243,191 @@ func (c templateCache) lookup(s string) (*Template, error) {
 		return p.t, p.err
 	}
 	return ParseTemplate(s)
+}
+
+// Resolution: while steps run, the templates of a step's arguments are
+// replaced by the values they refer to.
+
+// lookupRef returns the step ref names, or nil.
+func (r *run) lookupRef(ref *Ref) *Step {
+	if idx, ok := ref.StepIndex(); ok {
+		if idx < len(r.plan.Steps) {
+			return r.plan.Steps[idx]
+		}
+		return nil
+	}
+	return r.names[ref.Step]
+}
+
+// forEachRef calls f for every reference in the templates of v.
+func forEachRef(v any, f func(*Ref)) { templateCache(nil).forEachRef(v, f) }
+
+// forEachRef calls f for every reference in the templates of v, parsing
+// each string once.
+func (c templateCache) forEachRef(v any, f func(*Ref)) {
+	switch v := v.(type) {
+	case string:
+		if !mayBeTemplate(v) {
+			return
+		}
+		if t, err := c.parse(v); err == nil {
+			switch t.Kind {
+			case Whole:
+				f(t.Ref)
+			case Interpolated:
+				for _, p := range t.Parts {
+					if p.Ref != nil {
+						f(p.Ref)
+					}
+				}
+			}
+		}
+	case map[string]any:
+		for _, e := range v {
+			c.forEachRef(e, f)
+		}
+	case []any:
+		for _, e := range v {
+			c.forEachRef(e, f)
+		}
+	}
+}
+
+// resolveArgs resolves the templates in the arguments of s, within
+// limits.max_argument_bytes: the budget is kept while resolving, so that a
+// value referenced a thousand times fails the step before it is copied
+// once too often.
+func (r *run) resolveArgs(s *Step) (map[string]any, *Error) {
+	var fail *Error
+	room := r.lim.MaxArgumentBytes
+	tooLarge := func(path []Seg) *Error {
+		return &Error{Code: CodeTooLarge, Message: fmt.Sprintf("the arguments resolve to more than %s of JSON (limits.max_argument_bytes), passing the limit at argument %s; "+
+			"pass less: select the fields the tool needs with json_query, or reference a value once", formatBytes(int64(r.lim.MaxArgumentBytes)), argName(path))}
+	}
+	// path is used as a stack; it is read only to name a failing argument.
+	var resolve func(v any, path []Seg) any
+	resolve = func(v any, path []Seg) any {
+		if fail != nil {
+			return nil
+		}
+		switch v := v.(type) {
+		case string:
+			if !mayBeTemplate(v) {
+				if room -= len(v); room < 0 {
+					fail = tooLarge(path)
+				}
+				return v
+			}
+			t, err := r.tmpl.lookup(v)
+			if err != nil {
+				fail = &Error{Code: CodeTemplateError, Message: err.Error()}
+				return nil
+			}
+			out, err := r.resolveTemplate(t, room)
+			var big *errTooLarge
+			if errors.As(err, &big) {
+				fail = tooLarge(path)
+				return nil
+			}
+			if err != nil {
+				fail = &Error{Code: CodeTemplateError, Message: fmt.Sprintf("argument %s: %v", argName(path), err)}
+				return nil
+			}
+			if n, ok := jsonSizeWithin(out, room); ok {
+				if room -= n; room < 0 {
+					fail = tooLarge(path)
+				}
+			}
+			return out
+		case map[string]any:
+			out := make(map[string]any, len(v))
+			for k, e := range v {
+				out[k] = resolve(e, append(path, Seg{Key: k}))
+			}
+			return out
+		case []any:
+			out := make([]any, len(v))
+			for i, e := range v {
+				out[i] = resolve(e, append(path, Seg{Index: i, IsIndex: true}))
+			}
+			return out
+		}
+		return v
+	}
+	var stack [8]Seg
+	args := resolve(s.Arguments, stack[:0])
+	if fail != nil {
+		return nil, fail
+	}
+	if err := r.bytes.charge(s.ID, int64(r.lim.MaxArgumentBytes-room)); err != nil {
+		return nil, err
+	}
+	m, _ := args.(map[string]any)
+	return m, nil
+}
+
+// resolveTemplate resolves t; an interpolated string longer than room
+// fails with *errTooLarge before it is built.
+func (r *run) resolveTemplate(t *Template, room int) (any, error) {
+	switch t.Kind {
+	case Literal:
+		return t.Literal, nil
+	case Whole:
+		return r.resolveRef(t.Ref)
+	}
+	var b []byte
+	for _, p := range t.Parts {
+		if p.Ref == nil {
+			b = append(b, p.Text...)
+			continue
+		}
+		v, err := r.resolveRef(p.Ref)
+		if err != nil {
+			return nil, err
+		}
+		if s, ok := v.(string); ok {
+			if len(b)+len(s) > room {
+				return nil, &errTooLarge{room}
+			}
+			b = append(b, s...)
+			continue
+		}
+		if n, ok := jsonSizeWithin(v, room-len(b)); ok && len(b)+n > room {
+			return nil, &errTooLarge{room}
+		}
+		data, err := json.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p.Ref.Text, err)
+		}
+		b = append(b, data...)
+	}
+	return string(b), nil
+}
+
+func (r *run) resolveRef(ref *Ref) (any, error) {
+	var root any
+	if ref.IsBinding() {
+		v, ok := r.req.Bindings[ref.Binding]
+		if !ok {
+			return nil, fmt.Errorf("%s: no binding %q", ref.Text, ref.Binding)
+		}
+		root = v
+	} else {
+		t := r.lookupRef(ref)
+		if t == nil {
+			return nil, fmt.Errorf("%s: no such step", ref.Text)
+		}
+		r.mu.Lock()
+		v, ok := r.outputs[t]
+		r.mu.Unlock()
+		if !ok {
+			return nil, fmt.Errorf("%s: step %s produced no output", ref.Text, t.ID)
+		}
+		root = v
+	}
+	v, err := followPath(root, ref.Path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", ref.Text, err)
+	}
+	return v, nil
 }

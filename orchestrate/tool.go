@@ -4,13 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
 	"strings"
 
 	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/orchestra-mcp/orchestra/fsm"
 	"github.com/orchestra-mcp/orchestra/registry"
 	"github.com/orchestra-mcp/orchestra/schemas"
 	"github.com/orchestra-mcp/orchestra/toolcontext"
@@ -27,8 +25,8 @@ func MCPTool(tools []registry.Tool) *mcp.Tool {
 		Name:         ToolName,
 		Title:        "Run a multi-step tool plan",
 		Description:  Describe(tools),
-		InputSchema:  schemas.OrchestrateInput(),
-		OutputSchema: schemas.Envelope(),
+		InputSchema:  schemas.PortableOr(schemas.OrchestrateInput()),
+		OutputSchema: schemas.PortableOr(schemas.Envelope()),
 		Annotations: &mcp.ToolAnnotations{
 			Title:           "Run a multi-step tool plan",
 			DestructiveHint: boolPtr(true),
@@ -121,7 +119,7 @@ func (e *Engine) Handler(opts HandlerOptions) mcp.ToolHandler {
 		if len(args) > opts.MaxRequestBytes {
 			return Result(e.Reject(ctx, []*Issue{{Code: CodeTooLarge, Message: fmt.Sprintf("the request is %d bytes; the limit is %d (server.max_request_bytes). Send a smaller plan, pass large data by reference (a URL or a step that fetches it), or raise server.max_request_bytes in the configuration file", len(args), opts.MaxRequestBytes)}})), nil
 		}
-		r, issues := DecodeRequest(args)
+		r, issues := decodeInput(args)
 		if len(issues) > 0 {
 			return Result(e.Reject(ctx, issues)), nil
 		}
@@ -138,12 +136,9 @@ func (e *Engine) Handler(opts HandlerOptions) mcp.ToolHandler {
 // requestContext puts the depth, trace and ids of an incoming request into ctx.
 func (e *Engine) requestContext(ctx context.Context, req *mcp.CallToolRequest) context.Context {
 	meta := req.Params.GetMeta()
-	if d, ok := metaInt(meta[toolcontext.MetaDepth]); ok && d > toolcontext.Depth(ctx) {
-		ctx = toolcontext.WithDepth(ctx, d)
-	}
+	ctx = toolcontext.FromMeta(ctx, meta)
 	ids, _ := toolcontext.IDsFrom(ctx)
 	if tp, ok := meta[toolcontext.MetaTraceparent].(string); ok && tp != "" {
-		ctx = toolcontext.WithTraceparent(ctx, tp)
 		if parts := strings.Split(tp, "-"); len(parts) == 4 && ids.TraceID == "" {
 			ids.TraceID = parts[1]
 		}
@@ -157,49 +152,24 @@ func (e *Engine) requestContext(ctx context.Context, req *mcp.CallToolRequest) c
 	return toolcontext.WithIDs(ctx, ids)
 }
 
-func metaInt(v any) (int, bool) {
-	switch v := v.(type) {
-	case float64:
-		if v >= 0 && v <= math.MaxInt32 && v == math.Trunc(v) {
-			return int(v), true
-		}
-	case json.Number:
-		n, err := v.Int64()
-		if err == nil && n >= 0 && n <= math.MaxInt32 {
-			return int(n), true
-		}
-	case int:
-		return v, v >= 0
-	case int64:
-		return int(v), v >= 0
-	}
-	return 0, false
-}
-
 // Reject returns the envelope of a request that cannot run: it carries
 // issues as validation errors and runs nothing.
 func (e *Engine) Reject(ctx context.Context, issues []*Issue) *Envelope {
-	r := e.newRun(ctx, &Request{})
-	r.valid = &Validation{Errors: issues, Warnings: []*Issue{}}
-	code := CodeValidation
-	if len(issues) == 1 {
-		code = issues[0].Code
-	}
-	r.errors = append(r.errors, &Error{Code: code, Message: "the request was rejected; see validation_errors"})
-	r.fire(ctx, fsm.EventValidationFailed, nil)
-	return r.finish(ctx)
+	return e.newRun(ctx, &Request{}).reject(issues)
 }
 
 // Result turns an envelope into the tool's result: the envelope as
-// structured content, the summary and the JSON as text, and isError when
-// the plan did not succeed.
+// structured content, and isError when the plan did not succeed. The text
+// content is two blocks: the summary line for people and models, then
+// exactly the JSON of the structured content, so that a client that parses
+// a text block (or predates structured content) finds one that is pure JSON.
 //
 // The envelope is encoded once, for both: the structured content is that
 // JSON as it is.
 func Result(env *Envelope) *mcp.CallToolResult {
 	data := env.JSON()
 	return &mcp.CallToolResult{
-		Content:           []mcp.Content{&mcp.TextContent{Text: env.text(data)}},
+		Content:           []mcp.Content{&mcp.TextContent{Text: env.Summary()}, &mcp.TextContent{Text: string(data)}},
 		StructuredContent: json.RawMessage(data),
 		IsError:           !env.Artifact.Success,
 	}

@@ -53,9 +53,14 @@ func validate(p *Plan, tools Tools, lim Limits, bindings map[string]any, forbidd
 func validateCached(p *Plan, tools Tools, lim Limits, bindings map[string]any, forbidden func(string) bool, tmpl templateCache) *Validation {
 	all := p.All()
 	v := &validator{tools: tools, lim: lim, forbidden: forbidden, bindings: bindings, plan: p, byName: make(map[string]*Step, len(all)), all: all, tmpl: tmpl}
-	v.limits()
+	// A plan over max_steps or max_nesting is refused for that alone: its
+	// steps are not checked, so that 14,000 unknown tools cost no
+	// "did you mean" search each.
+	if v.limits(); len(v.res.Errors) > 0 && (v.res.Errors[0].Code == CodeTooManySteps || v.res.Errors[0].Code == CodeTooDeep) {
+		v.all = nil
+	}
 	v.ids()
-	for _, s := range all {
+	for _, s := range v.all {
 		if s.IsGroup() {
 			continue
 		}
@@ -190,6 +195,9 @@ func (v *validator) step(s *Step) {
 	walk = func(val any, path []Seg) {
 		switch val := val.(type) {
 		case string:
+			if name, ok := mustachePlaceholder(val); ok {
+				v.argWarning(s, path, CodeMustache, "%q looks like a Mustache placeholder, which nothing fills: it is passed as plain text. In render's Go templates write {{.%s}} with values: {%q: ...}; to insert a binding or a step's output write ${bindings.%s} or ${<step>.output.<field>}", val, name, name, name)
+			}
 			if !mayBeTemplate(val) {
 				return
 			}
@@ -408,7 +416,7 @@ func (v *validator) target(s *Step, r *Ref) (*Step, string, string) {
 	var t *Step
 	if idx, ok := r.StepIndex(); ok {
 		if idx >= len(v.plan.Steps) {
-			return nil, CodeUnknownRef, fmt.Sprintf("%s refers to step %d, but the plan has %d steps (indexes start at 0)", r.Text, idx, len(v.plan.Steps))
+			return nil, CodeUnknownRef, fmt.Sprintf("%s refers to step %s, but the plan has %d steps (indexes start at 0)", r.Text, r.Step, len(v.plan.Steps))
 		}
 		t = v.plan.Steps[idx]
 	} else {
@@ -491,84 +499,4 @@ func (v *validator) outputNode(t *Step, path []Seg) (schemas.Node, string, *sche
 		}
 		return schemas.Node{}, "", &schemas.WalkError{Reason: fmt.Sprintf("group %s collects its children under their keys; %s is none of them", t.ID, PathString(path[:1])), Available: keys}
 	}
-}
-
-// structure checks templated arguments: required and unknown arguments, and
-// every literal part against its schema.
-func (v *validator) structure(s *Step, n schemas.Node, val any, path []Seg) {
-	if !v.containsTemplate(val) {
-		if err, ok := n.Validate(val); ok && err != nil {
-			v.argIssue(s, path, CodeInvalidArguments, "%s does not match the input schema of %q: %s", argName(path), s.Tool, schemas.CleanError(err))
-		}
-		return
-	}
-	switch val := val.(type) {
-	case map[string]any:
-		names, closed := n.Properties()
-		for _, req := range n.Required() {
-			if _, ok := val[req]; !ok {
-				is := v.argIssue(s, path, CodeInvalidArguments, "%q requires argument %q", s.Tool, strings.TrimPrefix(PathString(appendSeg(path, Seg{Key: req})), "."))
-				if len(path) == 0 {
-					is.Argument = req
-				}
-			}
-		}
-		// path is used as a stack: issues keep only its text.
-		for _, k := range sortedKeys(val) {
-			child := append(path, Seg{Key: k})
-			if closed && !contains(names, k) {
-				is := v.argIssue(s, child, CodeInvalidArguments, "%q takes no argument %q", s.Tool, argName(child))
-				is.AvailableFields = names
-				is.Suggestions = suggest.Closest(k, names, 3)
-				continue
-			}
-			cn, err := n.Walk([]Seg{{Key: k}})
-			if err != nil {
-				continue
-			}
-			v.structure(s, cn, val[k], child)
-		}
-	case []any:
-		for i, e := range val {
-			cn, err := n.Walk([]Seg{{Index: i, IsIndex: true}})
-			if err != nil {
-				continue
-			}
-			v.structure(s, cn, e, append(path, Seg{Index: i, IsIndex: true}))
-		}
-	}
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-// containsTemplate reports whether any string in v is a template.
-func (v *validator) containsTemplate(val any) bool {
-	switch val := val.(type) {
-	case string:
-		if !mayBeTemplate(val) {
-			return false
-		}
-		t, err := v.tmpl.parse(val)
-		return err != nil || t.Kind != Literal
-	case map[string]any:
-		for _, e := range val {
-			if v.containsTemplate(e) {
-				return true
-			}
-		}
-	case []any:
-		for _, e := range val {
-			if v.containsTemplate(e) {
-				return true
-			}
-		}
-	}
-	return false
 }

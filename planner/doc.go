@@ -1,6 +1,6 @@
 // Package planner turns a natural-language goal into a validated plan with
-// one model call, runs it, and writes the answer with one more: seed 000's
-// PLAN → EXECUTE → RESPOND, two model calls however many tools run.
+// one model call, runs it, and writes the answer with one more: PLAN →
+// EXECUTE → RESPOND, two model calls however many tools run.
 //
 // The model is offered a single tool, __planning__ ([ToolName]), whose
 // schema is generated from the catalog ([Build]): a direct_response with
@@ -22,7 +22,8 @@
 // [Planner.Run] runs the prompt path of agent_orchestrate through the
 // engine's state machine (planner_active → plan_validated → ...); with
 // "fallback": "reactive" a failed planning falls back to a bounded tool loop
-// with the same model (seed 002). [Planner.Ask] adds the RESPOND call.
+// with the same model (the reactive fallback). [Planner.Ask] adds the
+// RESPOND call.
 //
 //	p := planner.New(planner.Options{Catalog: catalog, Engine: engine, Model: model})
 //	env, err := p.Ask(ctx, &orchestrate.Request{Prompt: "Summarize the open issues"})

@@ -23,11 +23,11 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 // goldenCatalogs are the fixed catalogs whose planning tools are snapshot.
 func goldenCatalogs(t *testing.T) map[string][]registry.Tool {
 	return map[string][]registry.Tool{
-		// Seed 000's tools: every schema can be made strict.
-		"seed": append(seedTools(t, &calls{}), orchestrateTool(t)),
+		// The blog-writing example tools: every schema can be made strict.
+		"blog": append(blogTools(t, &calls{}), orchestrateTool(t)),
 		// With the built-in tools, whose free-form arguments (jq vars,
 		// template values) strict modes cannot express.
-		"builtin": append(seedTools(t, &calls{}), builtin.Tools(builtin.DefaultConfig())...),
+		"builtin": append(blogTools(t, &calls{}), builtin.Tools(builtin.DefaultConfig())...),
 	}
 }
 
@@ -79,7 +79,7 @@ func golden(t *testing.T, name, got string) {
 // The planning tool offers exactly the catalog's tools, never
 // agent_orchestrate or a forbidden tool, and lists their output fields.
 func TestToolOffersCatalog(t *testing.T) {
-	tools := append(seedTools(t, &calls{}), orchestrateTool(t))
+	tools := append(blogTools(t, &calls{}), orchestrateTool(t))
 	tool := planner.Build(7, tools, planner.BuildOptions{Forbidden: func(n string) bool { return n == "fetch_page" }})
 	want := []string{"create_blog_post", "research_blog"}
 	if diff := cmp.Diff(want, tool.Tools); diff != "" {

@@ -50,9 +50,10 @@ func (c *calls) list() []string {
 	return append([]string(nil), c.names...)
 }
 
-// seedTools are seed 000's example tools, with schemas strict modes can
+// blogTools are the blog-writing example tools (research, then write a
+// post from the research's artifact), with schemas strict modes can
 // take, and a tool without an output schema.
-func seedTools(t testing.TB, c *calls) []registry.Tool {
+func blogTools(t testing.TB, c *calls) []registry.Tool {
 	structured := func(name string, out func(args map[string]any) any) registry.CallFunc {
 		return func(ctx context.Context, req *registry.CallRequest) (*registry.Result, error) {
 			c.record(ctx, name)
@@ -130,13 +131,25 @@ type events struct {
 	list []string
 }
 
-func (e *events) observe(ev orchestrate.Event) {
-	if ev.Transition.Event == orchestrate.EventFinal || ev.Transition.Event == orchestrate.EventProgress || ev.Transition.From == ev.Transition.To {
-		return
+// hooks records the lifecycle of runs: "run_started [planning]",
+// "plan_ready", "run_finished <status>".
+func (e *events) hooks() *orchestrate.Hooks {
+	add := func(s string) {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		e.list = append(e.list, s)
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.list = append(e.list, fmt.Sprintf("%s: %s -> %s", ev.Transition.Event, ev.Transition.From, ev.Transition.To))
+	return &orchestrate.Hooks{
+		RunStarted: func(i orchestrate.RunStartedInfo) {
+			if i.Planning {
+				add("run_started planning")
+			} else {
+				add("run_started")
+			}
+		},
+		PlanReady:   func(orchestrate.PlanReadyInfo) { add("plan_ready") },
+		RunFinished: func(i orchestrate.RunFinishedInfo) { add("run_finished " + i.Envelope.Artifact.Status) },
+	}
 }
 
 func (e *events) path() []string {
@@ -155,14 +168,14 @@ type fixtureOpts struct {
 func newFixture(t testing.TB, m llm.Model, o fixtureOpts) *fixture {
 	t.Helper()
 	f := &fixture{calls: &calls{}, events: &events{}}
-	tools := append(seedTools(t, f.calls), orchestrateTool(t))
+	tools := append(blogTools(t, f.calls), orchestrateTool(t))
 	if o.builtins {
 		tools = append(tools, builtin.Tools(builtin.DefaultConfig())...)
 	}
 	f.cat = registry.NewCatalog(tools...)
 	forbidden := func(name string) bool { return name == orchestrate.ToolName }
 	f.engine = orchestrate.NewEngine(orchestrate.Options{Tools: f.cat, Limits: o.limits, Forbidden: forbidden,
-		Observers: []orchestrate.Observer{f.events.observe}})
+		Hooks: f.events.hooks()})
 	f.planner = planner.New(planner.Options{Catalog: f.cat, Engine: f.engine, Model: m, Forbidden: forbidden, Attempts: o.attempts, MaxToolSteps: o.steps})
 	return f
 }

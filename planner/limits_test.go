@@ -277,7 +277,7 @@ func hardTools(t *testing.T) []registry.Tool {
 
 func TestSchemasWithinProviderLimits(t *testing.T) {
 	catalogs := map[string][]registry.Tool{
-		"seed":    append(seedTools(t, &calls{}), orchestrateTool(t)),
+		"blog":    append(blogTools(t, &calls{}), orchestrateTool(t)),
 		"builtin": goldenCatalogs(t)["builtin"],
 		"hard":    hardTools(t),
 		"empty":   nil,

@@ -20,7 +20,7 @@ const reactiveSystem = `You are orchestra. No plan could be made for the user's 
 // maxToolResultBytes caps a tool result sent back to the model.
 const maxToolResultBytes = 32 << 10
 
-// reactive runs seed 002's fallback: a bounded tool loop with the same
+// reactive runs the reactive fallback: a bounded tool loop with the same
 // model. Every call is validated against the tool's input schema and run
 // by the engine under the same limits and timeouts; the calls are the
 // steps of the returned envelope, which replaces failed.

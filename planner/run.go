@@ -29,6 +29,7 @@ func (p *Planner) Run(ctx context.Context, req *orchestrate.Request) (*orchestra
 }
 
 func (p *Planner) run(ctx context.Context, req *orchestrate.Request) (*orchestrate.Envelope, *Result, error) {
+	ctx = toolcontext.EnsureRequestID(ctx)
 	var (
 		res  *Result
 		perr error

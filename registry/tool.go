@@ -12,7 +12,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Mode says who finishes a tool's work (AGN-005).
+// Mode says who finishes a tool's work: the server, or the client that
+// called the plan (one interface for every tool, whoever runs it).
 type Mode int
 
 const (

@@ -19,6 +19,8 @@ func (a *App) startDownstream(ctx context.Context, version string) {
 		ClientVersion: version,
 		// A downstream result may be up to this large as JSON.
 		MaxResponseBytes: a.Config.Limits.MaxDownstreamResponseBytes,
+		// An orchestra listed as its own downstream server stops here.
+		MaxDepth: a.Config.Limits.MaxDepth,
 	})
 	a.downstream.Start(ctx)
 	a.closers = append(a.closers, a.downstream.Close)

@@ -295,3 +295,48 @@ func TestDownstreamListChanged(t *testing.T) {
 		}
 	}
 }
+
+// TestDirectCallCarriesMeta calls exposed downstream tools directly, as a
+// client (or an upstream orchestra) does: the progress token, the
+// traceparent and the depth (one more than the caller's) reach the
+// downstream server, and its progress reaches the client.
+func TestDirectCallCarriesMeta(t *testing.T) {
+	progress := make(chan float64, 16)
+	_, cs := downstreamApp(t, map[string]mcpserver.ServerConfig{"fx": {Command: fixture(t)}}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			progress <- req.Params.Progress
+		},
+	})
+	const tp = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "fx__meta", Arguments: map[string]any{},
+		Meta: mcp.Meta{"traceparent": tp, "io.github.orchestra-mcp/depth": 1}})
+	if err != nil || res.IsError {
+		t.Fatalf("fx__meta: %v %v", err, servertest.Text(res))
+	}
+	got, _ := res.StructuredContent.(map[string]any)["meta"].(map[string]any)
+	if got["traceparent"] != tp || got["io.github.orchestra-mcp/depth"] != float64(2) {
+		t.Errorf("the downstream server got _meta %v; want the traceparent and depth 2", got)
+	}
+
+	params := &mcp.CallToolParams{Name: "fx__progress", Arguments: map[string]any{"n": 3}}
+	params.SetProgressToken("direct")
+	if res, err := cs.CallTool(t.Context(), params); err != nil || res.IsError {
+		t.Fatalf("fx__progress: %v", err)
+	}
+	// Notifications are handled apart from the response: wait for them.
+	timeout := time.After(10 * time.Second)
+	for i := range 3 {
+		select {
+		case <-progress:
+		case <-timeout:
+			t.Fatalf("got %d progress notifications for a direct call; the downstream tool sent 3", i)
+		}
+	}
+
+	// At limits.max_depth (3) a downstream tool is one hop too deep.
+	res, err = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "fx__echo", Arguments: map[string]any{"text": "x"},
+		Meta: mcp.Meta{"io.github.orchestra-mcp/depth": 3}})
+	if err != nil || !res.IsError || !strings.Contains(servertest.Text(res), orchestrate.CodeDepthExceeded) {
+		t.Errorf("a direct call at depth 3: %v %s; want a depth_exceeded tool error", err, servertest.Text(res))
+	}
+}

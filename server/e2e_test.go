@@ -163,9 +163,9 @@ func TestE2EHTTP(t *testing.T) {
 		stateless bool
 		ask, want string
 	}{
-		// Stateful Streamable HTTP serves sessions, which 2026-07-28 dropped:
-		// a client asking for it settles on 2025-11-25.
-		{"stateful/" + v20260728, false, v20260728, v20251125},
+		// Stateful Streamable HTTP serves sessions to older clients and
+		// 2026-07-28, which has none, without one.
+		{"stateful/" + v20260728, false, v20260728, v20260728},
 		{"stateful/" + v20251125, false, v20251125, v20251125},
 		{"stateless/" + v20260728, true, v20260728, v20260728},
 		{"stateless/" + v20251125, true, v20251125, v20251125},

@@ -14,13 +14,13 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/orchestra-mcp/orchestra/config"
-	"github.com/orchestra-mcp/orchestra/fsm"
 	"github.com/orchestra-mcp/orchestra/internal/boundedmap"
+	"github.com/orchestra-mcp/orchestra/internal/redact"
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 )
 
 // Redacted replaces secrets in log lines.
-const Redacted = "[REDACTED]"
+const Redacted = redact.Marker
 
 // secretKey matches attribute keys whose values are secrets whatever they
 // hold.
@@ -30,7 +30,8 @@ var secretKey = regexp.MustCompile(`(?i)(authorization|password|passwd|secret|to
 var credentialText = regexp.MustCompile(`(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{4,}`)
 
 // Secrets returns the values of cfg that must never be logged: the
-// environment values and headers of downstream servers, the bearer tokens
+// environment values, headers and URL credentials and query values of
+// downstream servers (mcpserver.ServerConfig.Secrets), the bearer tokens
 // of HTTP authentication and the planner's API key, plus the values of
 // environment variables whose names say they are secrets. Short values
 // (under 4 bytes) are left out: they would redact ordinary words.
@@ -43,14 +44,8 @@ func Secrets(cfg *config.Config) []string {
 	}
 	if cfg != nil {
 		for _, s := range cfg.MCPServers {
-			for _, v := range s.Env {
+			for _, v := range s.Secrets() {
 				add(v)
-			}
-			for _, v := range s.Headers {
-				add(v)
-				if _, tok, ok := strings.Cut(v, " "); ok {
-					add(strings.TrimSpace(tok))
-				}
 			}
 		}
 		if p := cfg.Planner; p != nil {
@@ -164,12 +159,12 @@ func (r *RedactingHandler) attr(a slog.Attr) slog.Attr {
 }
 
 // text cuts secrets out of s.
-func (r *RedactingHandler) text(s string) string {
-	for _, sec := range r.secrets {
-		if strings.Contains(s, sec) {
-			s = strings.ReplaceAll(s, sec, Redacted)
-		}
-	}
+func (r *RedactingHandler) text(s string) string { return RedactText(s, r.secrets) }
+
+// RedactText cuts out of s every one of secrets (see [Secrets]) and every
+// "Bearer ..." or "Basic ..." credential.
+func RedactText(s string, secrets []string) string {
+	s = redact.Secrets(secrets).String(s)
 	if !mayHoldCredential(s) {
 		return s
 	}
@@ -203,116 +198,150 @@ func isSecretKey(k string) bool {
 	return secretKeys.Put(k, secretKey.MatchString(k))
 }
 
-// runLine is one log line about a run or a step.
-type runLine struct {
-	level slog.Level
-	msg   string
-	attrs []slog.Attr
+// runLog writes the lines of runs: every line carries request_id,
+// exec_id, step_id and tool (for a line about the whole run, step_id is
+// empty and tool is what started it). A line is built only when its level
+// is enabled.
+type runLog struct {
+	enabled func(slog.Level) bool
+	emit    func(level slog.Level, msg string, attrs []slog.Attr)
 }
 
-// logLine turns an engine event into a log line. Every line carries
-// request_id, exec_id, step_id and tool (for a line about the whole run,
-// step_id is empty and tool is what started it).
-func logLine(ev orchestrate.Event) (runLine, bool) {
-	info := ev.Run
-	if info == nil {
-		return runLine{}, false
-	}
-	tr := ev.Transition
-	ids := func(stepID, tool string) []slog.Attr {
-		return []slog.Attr{
-			slog.String("request_id", info.IDs.RequestID), slog.String("exec_id", info.ExecID),
-			slog.String("step_id", stepID), slog.String("tool", tool),
-		}
-	}
+// lineIDs are the attributes every line starts with.
+func lineIDs(info *orchestrate.RunInfo, stepID, tool string, extra int) []slog.Attr {
+	return append(make([]slog.Attr, 0, 4+extra),
+		slog.String("request_id", info.IDs.RequestID), slog.String("exec_id", info.ExecID),
+		slog.String("step_id", stepID), slog.String("tool", tool))
+}
+
+// runIDs are the attributes of a line about the whole run.
+func runIDs(info *orchestrate.RunInfo, extra int) []slog.Attr {
 	source := info.Source
 	if source == "" {
 		source = orchestrate.ToolName
 	}
-	if s := ev.Step; s != nil {
-		tool := s.Tool
-		if s.Type == "parallel" {
-			tool = "parallel"
-		}
-		at := ids(s.ID, tool)
-		switch {
-		case tr.Event == orchestrate.EventProgress && ev.Progress != nil:
-			at = append(at, slog.Float64("progress", ev.Progress.Progress), slog.Float64("total", ev.Progress.Total), slog.String("message", ev.Progress.Message))
-			return runLine{slog.LevelDebug, "step progress", at}, true
-		case stepStarted(ev):
-			return runLine{slog.LevelDebug, "step started", append(at, slog.String("step_exec_id", s.ExecID))}, true
-		case stepEnded(ev):
-			at = append(at, slog.String("status", s.Status), slog.Int64("duration_ms", s.DurationMS), slog.Int("attempts", s.Attempts))
+	return lineIDs(info, "", source, extra)
+}
+
+// stepIDs are the attributes of a line about step rec.
+func stepIDs(info *orchestrate.RunInfo, rec *orchestrate.StepRecord, extra int) []slog.Attr {
+	tool := rec.Tool
+	if rec.Type == "parallel" {
+		tool = "parallel"
+	}
+	return lineIDs(info, rec.ID, tool, extra)
+}
+
+// hooks returns the engine hooks that write the lines.
+func (l runLog) hooks() *orchestrate.Hooks {
+	return &orchestrate.Hooks{
+		RunStarted: func(i orchestrate.RunStartedInfo) {
+			if i.Planning && l.enabled(slog.LevelInfo) {
+				l.emit(slog.LevelInfo, "run started: planning", append(runIDs(i.Run, 1), slog.Int("depth", i.Run.Depth)))
+			}
+		},
+		PlanReady: func(i orchestrate.PlanReadyInfo) {
+			if l.enabled(slog.LevelInfo) {
+				l.emit(slog.LevelInfo, "plan validated", append(runIDs(i.Run, 2), slog.Int("steps", i.Run.Leaves), slog.Int("depth", i.Run.Depth)))
+			}
+		},
+		StepStarted: func(i orchestrate.StepStartedInfo) {
+			if l.enabled(slog.LevelDebug) {
+				l.emit(slog.LevelDebug, "step started", append(stepIDs(i.Run, i.Step, 1), slog.String("step_exec_id", i.Step.ExecID)))
+			}
+		},
+		StepProgress: func(i orchestrate.StepProgressInfo) {
+			if l.enabled(slog.LevelDebug) {
+				p := i.Progress
+				l.emit(slog.LevelDebug, "step progress", append(stepIDs(i.Run, i.Step, 3),
+					slog.Float64("progress", p.Progress), slog.Float64("total", p.Total), slog.String("message", p.Message)))
+			}
+		},
+		StepEnded: func(i orchestrate.StepEndedInfo) {
+			s := i.Step
 			level := slog.LevelDebug // a run's lines are info; its steps' only when they fail
 			if s.Error != nil {
-				at = append(at, slog.String("code", s.Error.Code), slog.String("error", s.Error.Message))
 				level = slog.LevelInfo
 				if s.Status != orchestrate.StatusSkipped {
 					level = slog.LevelWarn
 				}
 			}
-			return runLine{level, "step finished", at}, true
-		}
-	}
-	at := ids("", source)
-	switch tr.Event {
-	case orchestrate.EventFinal:
-		env := ev.Envelope
-		if env == nil || env.Artifact == nil {
-			return runLine{slog.LevelWarn, "run finished", append(at, slog.String("status", orchestrate.StatusFailed))}, true
-		}
-		a := env.Artifact
-		at = append(at, slog.String("status", a.Status), slog.Int64("duration_ms", env.Metadata.DurationMS), slog.Int("steps", info.Leaves), slog.Int("depth", info.Depth))
-		if env.Metadata.Record != "" {
-			at = append(at, slog.String("record", env.Metadata.Record))
-		}
-		level := slog.LevelInfo
-		if !a.Success {
-			level = slog.LevelWarn
-			if len(a.Errors) > 0 {
-				at = append(at, slog.String("code", a.Errors[0].Code), slog.String("error", a.Errors[0].Message))
-			} else if len(a.ValidationErrors) > 0 {
-				at = append(at, slog.String("code", a.ValidationErrors[0].Code), slog.String("error", a.ValidationErrors[0].Message))
+			if !l.enabled(level) {
+				return
 			}
-		}
-		return runLine{level, "run finished", at}, true
-	case fsm.EventStartPlan:
-		return runLine{slog.LevelInfo, "run started: planning", append(at, slog.Int("depth", info.Depth))}, true
-	case fsm.EventValidated, fsm.EventPlannerFinished:
-		return runLine{slog.LevelInfo, "plan validated", append(at, slog.Int("steps", info.Leaves), slog.Int("depth", info.Depth))}, true
-	case fsm.EventValidationFailed:
-		return runLine{slog.LevelInfo, "plan not run", append(at, slog.Int("depth", info.Depth))}, true
-	case fsm.EventTimeout, fsm.EventCancelled, fsm.EventPanic:
-		return runLine{slog.LevelWarn, "run stopped: " + tr.Event, at}, true
-	case orchestrate.EventProgress:
-		return runLine{}, false
+			at := append(stepIDs(i.Run, s, 5), slog.String("status", s.Status), slog.Int64("duration_ms", s.DurationMS), slog.Int("attempts", s.Attempts))
+			if s.Error != nil {
+				at = append(at, slog.String("code", s.Error.Code), slog.String("error", s.Error.Message))
+			}
+			l.emit(level, "step finished", at)
+		},
+		RunPaused: func(i orchestrate.RunPausedInfo) {
+			if l.enabled(slog.LevelInfo) {
+				l.emit(slog.LevelInfo, "run paused: waiting for the client", runIDs(i.Run, 0))
+			}
+		},
+		RunResumed: func(i orchestrate.RunResumedInfo) {
+			if l.enabled(slog.LevelInfo) {
+				l.emit(slog.LevelInfo, "run resumed", runIDs(i.Run, 0))
+			}
+		},
+		RunFinished: func(i orchestrate.RunFinishedInfo) {
+			if i.Err != nil && l.enabled(slog.LevelError) {
+				l.emit(slog.LevelError, "engine error", append(runIDs(i.Run, 1), slog.String("error", i.Err.Error())))
+			}
+			env := i.Envelope
+			if env == nil || env.Artifact == nil {
+				if l.enabled(slog.LevelWarn) {
+					l.emit(slog.LevelWarn, "run finished", append(runIDs(i.Run, 1), slog.String("status", orchestrate.StatusFailed)))
+				}
+				return
+			}
+			a := env.Artifact
+			level := slog.LevelInfo
+			if !a.Success {
+				level = slog.LevelWarn
+			}
+			if !l.enabled(level) {
+				return
+			}
+			at := append(runIDs(i.Run, 7), slog.String("status", a.Status), slog.Int64("duration_ms", env.Metadata.DurationMS), slog.Int("steps", i.Run.Leaves), slog.Int("depth", i.Run.Depth))
+			if env.Metadata.Record != "" {
+				at = append(at, slog.String("record", env.Metadata.Record))
+			}
+			if !a.Success {
+				if len(a.Errors) > 0 {
+					at = append(at, slog.String("code", a.Errors[0].Code), slog.String("error", a.Errors[0].Message))
+				} else if len(a.ValidationErrors) > 0 {
+					at = append(at, slog.String("code", a.ValidationErrors[0].Code), slog.String("error", a.ValidationErrors[0].Message))
+				}
+			}
+			l.emit(level, "run finished", at)
+		},
 	}
-	return runLine{slog.LevelDebug, "transition", append(at, slog.String("event", tr.Event), slog.String("from", tr.From), slog.String("to", tr.To))}, true
 }
 
-// logObserver writes the log lines of runs to log.
-func logObserver(log *slog.Logger) orchestrate.Observer {
-	return func(ev orchestrate.Event) {
-		if l, ok := logLine(ev); ok && log.Enabled(context.Background(), l.level) {
-			log.LogAttrs(context.Background(), l.level, l.msg, l.attrs...)
-		}
-	}
+// logHooks returns the hooks that write the lines of runs to log.
+func logHooks(log *slog.Logger) *orchestrate.Hooks {
+	ctx := context.Background()
+	return runLog{
+		enabled: func(level slog.Level) bool { return log.Enabled(ctx, level) },
+		emit:    func(level slog.Level, msg string, at []slog.Attr) { log.LogAttrs(ctx, level, msg, at...) },
+	}.hooks()
 }
 
-// clientLogObserver sends the same lines to the client of one request as
-// MCP logging notifications, at the level the client asked for (on
-// protocol 2026-07-28, the level of the request's _meta, which ctx
-// carries). Nothing is sent before the client sets a level: levels says
-// whether it did.
-func clientLogObserver(ctx context.Context, req *mcp.CallToolRequest, secrets []string, levels *logLevels) orchestrate.Observer {
+// clientLogHooks returns the hooks that send the same lines to the client
+// of one request as MCP logging notifications, at the level the client
+// asked for (on protocol 2026-07-28, the level of the request's _meta,
+// which ctx carries). Nothing is sent before the client sets a level:
+// levels says whether it did, and without one clientLogHooks returns nil.
+func clientLogHooks(ctx context.Context, req *mcp.CallToolRequest, secrets []string, levels *logLevels) *orchestrate.Hooks {
 	if !levels.wanted(req) {
 		return nil
 	}
 	h := NewRedactingHandler(mcp.NewLoggingHandler(req.Session, &mcp.LoggingHandlerOptions{LoggerName: "orchestra"}), secrets)
 	log := slog.New(h)
-	return func(ev orchestrate.Event) {
-		if l, ok := logLine(ev); ok && h.Enabled(ctx, l.level) {
-			log.LogAttrs(ctx, l.level, l.msg, l.attrs...)
-		}
-	}
+	return runLog{
+		enabled: func(level slog.Level) bool { return h.Enabled(ctx, level) },
+		emit:    func(level slog.Level, msg string, at []slog.Attr) { log.LogAttrs(ctx, level, msg, at...) },
+	}.hooks()
 }

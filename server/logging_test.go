@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/orchestra-mcp/orchestra/server"
 )
 
@@ -38,5 +41,22 @@ func TestRedactingHandler(t *testing.T) {
 	}
 	if !strings.Contains(out, "token=\"\"") {
 		t.Errorf("an empty token should stay empty: %s", out)
+	}
+}
+
+// TestSetLevelRejectsUnknownLevels checks that logging/setLevel refuses a
+// level the specification does not define with invalid params, and takes
+// every level it does.
+func TestSetLevelRejectsUnknownLevels(t *testing.T) {
+	cs := connectInMemory(t, newApp(t, nil), v20251125)
+	err := cs.SetLoggingLevel(t.Context(), &mcp.SetLoggingLevelParams{Level: "bogus"})
+	var rpcErr *jsonrpc.Error
+	if !errors.As(err, &rpcErr) || rpcErr.Code != jsonrpc.CodeInvalidParams || !strings.Contains(rpcErr.Message, `"bogus"`) || !strings.Contains(rpcErr.Message, "warning") {
+		t.Fatalf("setLevel bogus: err = %v; want invalid params naming the level and the valid ones", err)
+	}
+	for _, level := range []mcp.LoggingLevel{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"} {
+		if err := cs.SetLoggingLevel(t.Context(), &mcp.SetLoggingLevelParams{Level: level}); err != nil {
+			t.Errorf("setLevel %s: %v", level, err)
+		}
 	}
 }

@@ -2,11 +2,15 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"weak"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -24,9 +28,18 @@ type logLevels struct {
 	stateless atomic.Bool
 }
 
-// middleware notes the sessions whose client set a level.
+// mcpLevels are the levels of the MCP specification, most verbose first.
+var mcpLevels = []mcp.LoggingLevel{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
+
+// middleware refuses a logging/setLevel whose level the specification
+// does not define, and notes the sessions whose client set a level.
 func (l *logLevels) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method == "logging/setLevel" {
+			if r, ok := req.(*mcp.ServerRequest[*mcp.SetLoggingLevelParams]); ok && r.Params != nil && !slices.Contains(mcpLevels, r.Params.Level) {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown logging level %q: use one of %s", r.Params.Level, joinLevels())}
+			}
+		}
 		res, err := next(ctx, method, req)
 		if method == "logging/setLevel" && err == nil && req.GetSession() != nil {
 			if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
@@ -57,4 +70,12 @@ func (l *logLevels) wanted(req *mcp.CallToolRequest) bool {
 	}
 	_, ok := l.set.Load(weak.Make(req.Session))
 	return ok
+}
+
+func joinLevels() string {
+	names := make([]string, len(mcpLevels))
+	for i, l := range mcpLevels {
+		names[i] = string(l)
+	}
+	return strings.Join(names, ", ")
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -248,6 +249,18 @@ func TestConcurrentRecords(t *testing.T) {
 	}
 }
 
+// progressTo returns client options that append the progress
+// notifications the client receives to got, under mu.
+func progressTo(mu *sync.Mutex, got *[]*mcp.ProgressNotificationParams) *mcp.ClientOptions {
+	return &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			mu.Lock()
+			*got = append(*got, req.Params)
+			mu.Unlock()
+		},
+	}
+}
+
 // TestProgress counts the progress notifications of a plan with a parallel
 // group: one when each tool step or group starts and one when it ends,
 // 2 × (4 tool steps + 1 group) = 10, with progress never going backwards
@@ -256,13 +269,7 @@ func TestProgress(t *testing.T) {
 	app := appWithStore(t, "memory", nil)
 	var mu sync.Mutex
 	var got []*mcp.ProgressNotificationParams
-	cs := connectObs(t, app, &mcp.ClientOptions{
-		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
-			mu.Lock()
-			got = append(got, req.Params)
-			mu.Unlock()
-		},
-	})
+	cs := connectObs(t, app, progressTo(&mu, &got))
 	params := &mcp.CallToolParams{Name: "agent_orchestrate", Arguments: groupPlan()}
 	params.SetProgressToken("tok")
 	callPlan(t, cs, params)
@@ -542,5 +549,212 @@ func TestClientLogs(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// everyKindOfEnd is a plan whose steps end in every way: run at the top
+// level and in groups nested two deep, failed and let go on (on_error
+// continue), skipped because a step they need failed, kept from starting
+// when their group failed (max_concurrency 1, a nested group among them),
+// and skipped whole, groups too, when the plan halted. 12 tool steps, 17
+// steps and groups in all.
+func everyKindOfEnd() map[string]any {
+	fail := func(id string) map[string]any {
+		return map[string]any{"id": id, "tool": "json_query", "arguments": map[string]any{"query": `"no" | error`, "input": map[string]any{}}}
+	}
+	group := func(id string, children ...any) map[string]any {
+		return map[string]any{"id": id, "parallel": children}
+	}
+	bad := fail("bad")
+	bad["on_error"] = "continue"
+	k := group("k", fail("kf"), jq("kn", 1), group("kg", jq("kgx", 2)))
+	k["max_concurrency"] = 1
+	return map[string]any{"plan": map[string]any{"steps": []any{
+		jq("a", 1),
+		group("g", jq("x", 2), group("h", jq("y", 3), jq("z", 4))),
+		bad,
+		map[string]any{"id": "dep", "tool": "json_query", "arguments": map[string]any{"query": ".", "input": "$bad.output.result"}},
+		k,
+		jq("after", 5),
+		group("ag", jq("agx", 6), jq("agy", 7)),
+	}}}
+}
+
+// TestEveryObserverSeesEveryStepEndOnce runs everyKindOfEnd and checks
+// that each consumer of the engine's hooks accounts for every step and
+// group exactly once, with the status the envelope gives it: the
+// execution record, the log, the progress notifications, the metrics and
+// the spans (one per step that started).
+func TestEveryObserverSeesEveryStepEndOnce(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	reader := sdkmetric.NewManualReader()
+	tel, err := telemetry.New(t.Context(), telemetry.Options{
+		TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp)),
+		MeterProvider:  sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs servertest.SyncBuffer
+	app, err := server.New(t.Context(), config.Default(), server.Options{
+		Store: "memory", Telemetry: tel,
+		Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { app.Close() })
+	var mu sync.Mutex
+	var notes []*mcp.ProgressNotificationParams
+	cs := connectObs(t, app, progressTo(&mu, &notes))
+	params := &mcp.CallToolParams{Name: "agent_orchestrate", Arguments: everyKindOfEnd()}
+	params.SetProgressToken("p")
+	_, env := callPlan(t, cs, params)
+
+	// The envelope: id → status of every step and group.
+	want := map[string]string{}
+	started := map[string]bool{}
+	var walk func([]any)
+	walk = func(steps []any) {
+		for _, s := range steps {
+			m := s.(map[string]any)
+			id := m["id"].(string)
+			want[id] = m["status"].(string)
+			started[id] = m["started_at"] != nil
+			if c, ok := m["children"].([]any); ok {
+				walk(c)
+			}
+		}
+	}
+	walk(env["artifact"].(map[string]any)["steps"].([]any))
+	wantStatus := map[string]string{
+		"a": "success", "g": "success", "x": "success", "h": "success", "y": "success", "z": "success",
+		"bad": "failed", "dep": "skipped", "k": "failed", "kf": "failed", "kn": "skipped", "kg": "skipped",
+		"kgx": "skipped", "after": "skipped", "ag": "skipped", "agx": "skipped", "agy": "skipped",
+	}
+	if diff := cmp.Diff(wantStatus, want); diff != "" {
+		t.Fatalf("the plan did not end as designed (-want +got):\n%s", diff)
+	}
+	// ended counts, per consumer, what it reported of each step's end.
+	check := func(consumer string, ended map[string][]string) {
+		t.Helper()
+		for id, status := range want {
+			if got := ended[id]; len(got) != 1 || got[0] != status {
+				t.Errorf("%s: step %s ended %v, want once, %s", consumer, id, got, status)
+			}
+		}
+		for id := range ended {
+			if _, ok := want[id]; !ok {
+				t.Errorf("%s: step %s is not in the envelope", consumer, id)
+			}
+		}
+	}
+
+	// The execution record.
+	var ex struct {
+		Records []struct {
+			StepID string `json:"step_id"`
+			Status string `json:"status"`
+		} `json:"step_records"`
+	}
+	readJSON(t, cs, server.RecordURI(env["artifact_id"].(string)), &ex)
+	recorded := map[string][]string{}
+	for _, r := range ex.Records {
+		recorded[r.StepID] = append(recorded[r.StepID], r.Status)
+	}
+	check("record", recorded)
+
+	// The log.
+	logged := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("not a JSON line: %s", line)
+		}
+		if m["msg"] == "step finished" {
+			logged[m["step_id"].(string)] = append(logged[m["step_id"].(string)], m["status"].(string))
+		}
+		if m["msg"] == "engine error" {
+			t.Errorf("the engine failed inside: %s", line)
+		}
+	}
+	check("log", logged)
+
+	// The progress notifications: one per start, one per end.
+	if err := cs.Ping(t.Context(), nil); err != nil { // the notifications sent before the result arrived
+		t.Fatal(err)
+	}
+	mu.Lock()
+	progressed := map[string][]string{}
+	starts := 0
+	last := 0.0
+	for _, n := range notes {
+		label, rest, _ := strings.Cut(n.Message, ": ")
+		id := strings.Fields(label)[1]
+		if rest == "started" {
+			starts++
+			continue
+		}
+		progressed[id] = append(progressed[id], strings.Fields(rest)[0])
+		last = n.Progress
+		if n.Total != 12 {
+			t.Errorf("progress total %g, want the 12 tool steps", n.Total)
+		}
+	}
+	mu.Unlock()
+	check("progress", progressed)
+	if last != 12 {
+		t.Errorf("the last progress is %g, want 12: every tool step ended", last)
+	}
+
+	// The metrics: orchestra.steps counts every end, by status.
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(t.Context(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	counted := map[string]int64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name != "orchestra.steps" {
+				continue
+			}
+			for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
+				st, _ := dp.Attributes.Value(telemetry.AttrStatus)
+				counted[st.AsString()] += dp.Value
+			}
+		}
+	}
+	byStatus := map[string]int64{}
+	for _, st := range want {
+		byStatus[st]++
+	}
+	if diff := cmp.Diff(byStatus, counted); diff != "" {
+		t.Errorf("orchestra.steps by status (-envelope +metric):\n%s", diff)
+	}
+
+	// The spans: one per step that started, each ended once.
+	spans := map[string][]string{}
+	for _, s := range exp.GetSpans() {
+		if id, ok := strings.CutPrefix(s.Name, "step "); ok {
+			st := ""
+			for _, kv := range s.Attributes {
+				if kv.Key == telemetry.AttrStatus {
+					st = kv.Value.AsString()
+				}
+			}
+			spans[id] = append(spans[id], st)
+		}
+	}
+	for id, status := range want {
+		if started[id] {
+			if got := spans[id]; len(got) != 1 || got[0] != status {
+				t.Errorf("spans: step %s has spans %v, want one, %s", id, got, status)
+			}
+		} else if len(spans[id]) != 0 {
+			t.Errorf("spans: step %s never started but has spans %v", id, spans[id])
+		}
+	}
+	if starts != len(spans) {
+		t.Errorf("%d progress notifications of a start, %d step spans", starts, len(spans))
 	}
 }

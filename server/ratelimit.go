@@ -42,9 +42,13 @@ func newRateLimiter(rps float64, burst int, tokens *tokenSet) *rateLimiter {
 }
 
 // key names the client of r.
-func (l *rateLimiter) key(r *http.Request) string {
-	if l.tokens != nil {
-		if tok, ok := bearer(r); ok && l.tokens.match(tok) {
+func (l *rateLimiter) key(r *http.Request) string { return clientKey(r, l.tokens) }
+
+// clientKey names the client of r: its bearer token when tokens accept it,
+// otherwise its remote address.
+func clientKey(r *http.Request, tokens *tokenSet) string {
+	if tokens != nil {
+		if tok, ok := bearer(r); ok && tokens.match(tok) {
 			return clientID(tok)
 		}
 	}

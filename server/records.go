@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/orchestra-mcp/orchestra/config"
@@ -43,107 +42,65 @@ func (a *App) Store() *store.Store { return a.store }
 // queue; the writes themselves happen off the run's path.
 const storeTimeout = 10 * time.Second
 
-// recorder is the engine observer that keeps the execution records: it
-// queues a run's start at its first transition, each step as it starts and
-// ends, and the run's end with the envelope. The store's writer commits
-// them in the background, and reads of the store wait for them, so a
-// record read after a response is complete.
+// recorder keeps the execution records through the engine's hooks: it
+// queues a run's start, each step as it starts and as it ends (every step
+// ends once, skipped ones too, with its final record), which the store's
+// writer commits in the background, and the run's end with the envelope,
+// whose commit it waits for (finishWait at most): the response comes after
+// it. Reads of the store wait for the queued writes, so a record read after
+// a response is complete.
 type recorder struct {
 	st  *store.Store
 	log *slog.Logger
-
-	runs sync.Map // *orchestrate.RunInfo → *runRecord, from the first transition to the final one
-}
-
-// runRecord is what the recorder remembers of a run while it runs.
-type runRecord struct {
-	mu sync.Mutex
-	// ended holds the status each step was recorded with when it ended, so
-	// that the final pass writes only the steps that changed.
-	ended map[string]string
 }
 
 func newRecorder(st *store.Store, log *slog.Logger) *recorder {
 	return &recorder{st: st, log: log}
 }
 
-func (rc *recorder) observe(ev orchestrate.Event) {
-	info := ev.Run
-	if info == nil {
-		return
-	}
-	final := ev.Transition.Event == orchestrate.EventFinal
-	started, ended := stepStarted(ev), stepEnded(ev)
-	v, known := rc.runs.Load(info)
-	if !known {
-		// The first transition of a run fires before any of its steps
-		// starts: nothing else observes the run at the same time.
-		v, known = rc.runs.LoadOrStore(info, &runRecord{})
-	}
-	rr := v.(*runRecord)
-	if known && !final && !started && !ended {
-		return // nothing to write: most transitions only move the state machine
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
-	defer cancel()
-
-	if !known {
-		run := store.Run{ExecID: info.ExecID, RequestID: info.IDs.RequestID, Tool: info.Source, StartedAt: info.StartedAt, StepCount: info.Leaves}
-		if run.Tool == "" {
-			run.Tool = orchestrate.ToolName
-		}
-		if info.Plan != nil {
-			run.Plan = marshal(info.Plan)
-		}
-		if err := rc.st.QueueStartRun(ctx, run); err != nil {
-			rc.warn("recording the start of a run", info, err)
-		}
-	}
-	switch {
-	case final:
-		rc.runs.Delete(info)
-		rr.mu.Lock()
-		steps := rr.ended
-		rr.mu.Unlock()
-		rc.finish(ctx, info, ev.Envelope, steps)
-	case started || ended:
-		if ended {
-			rr.mu.Lock()
-			if rr.ended == nil {
-				rr.ended = map[string]string{}
-			}
-			rr.ended[ev.Step.ID] = ev.Step.Status
-			rr.mu.Unlock()
-		}
-		// A step's output is marshaled here, not by the store's writer:
-		// a later step may be handed the same value as an argument, and
-		// its tool may change it.
-		if err := rc.st.QueueRecordStep(ctx, stepRecord(info.ExecID, ev.Step)); err != nil {
-			rc.warn("recording a step", info, err)
-		}
+// hooks returns the engine hooks that write the records.
+func (rc *recorder) hooks() *orchestrate.Hooks {
+	return &orchestrate.Hooks{
+		RunStarted:  rc.runStarted,
+		StepStarted: func(i orchestrate.StepStartedInfo) { rc.step(i.Run, i.Step) },
+		StepEnded:   func(i orchestrate.StepEndedInfo) { rc.step(i.Run, i.Step) },
+		RunFinished: rc.runFinished,
 	}
 }
 
-func (rc *recorder) finish(ctx context.Context, info *orchestrate.RunInfo, env *orchestrate.Envelope, ended map[string]string) {
+func (rc *recorder) runStarted(i orchestrate.RunStartedInfo) {
+	info := i.Run
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	run := store.Run{ExecID: info.ExecID, RequestID: info.IDs.RequestID, Owner: info.IDs.UserID, Tool: info.Source, StartedAt: info.StartedAt, StepCount: info.Leaves}
+	if run.Tool == "" {
+		run.Tool = orchestrate.ToolName
+	}
+	if info.Plan != nil {
+		run.Plan = marshal(info.Plan)
+	}
+	if err := rc.st.QueueStartRun(ctx, run); err != nil {
+		rc.warn("recording the start of a run", info, err)
+	}
+}
+
+func (rc *recorder) step(info *orchestrate.RunInfo, rec *orchestrate.StepRecord) {
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	// A step's output is marshaled here, not by the store's writer: a
+	// later step may be handed the same value as an argument, and its tool
+	// may change it.
+	if err := rc.st.QueueRecordStep(ctx, stepRecord(info.ExecID, rec)); err != nil {
+		rc.warn("recording a step", info, err)
+	}
+}
+
+func (rc *recorder) runFinished(i orchestrate.RunFinishedInfo) {
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	env := i.Envelope
 	status := store.StatusFailed
 	if env != nil && env.Artifact != nil {
-		// Every step ends in the record with its final state: steps a halt
-		// skipped, or that ended after the plan had failed, fire no event.
-		// Steps already recorded with their final status are not written again.
-		var walk func([]*orchestrate.StepRecord)
-		walk = func(recs []*orchestrate.StepRecord) {
-			for _, rec := range recs {
-				if st, ok := ended[rec.ID]; ok && st == rec.Status {
-					walk(rec.Children)
-					continue
-				}
-				if err := rc.st.QueueRecordStep(ctx, stepRecord(info.ExecID, rec)); err != nil {
-					rc.warn("recording a step", info, err)
-				}
-				walk(rec.Children)
-			}
-		}
-		walk(env.Artifact.Steps)
 		switch env.Artifact.Status {
 		case orchestrate.StatusSuccess:
 			status = store.StatusSuccess
@@ -153,10 +110,27 @@ func (rc *recorder) finish(ctx context.Context, info *orchestrate.RunInfo, env *
 	}
 	// The envelope is encoded here too: the CLI's ask adds the model's answer
 	// to it after the run, and the record keeps the run's own.
-	if err := rc.st.QueueFinishRun(ctx, info.ExecID, status, marshal(env), time.Time{}); err != nil {
-		rc.warn("recording the end of a run", info, err)
+	if err := rc.st.QueueFinishRun(ctx, i.Run.ExecID, status, marshal(env), time.Time{}); err != nil {
+		rc.warn("recording the end of a run", i.Run, err)
+		return
+	}
+	// The end is committed, with everything queued before it, before the
+	// run answers, so that a run that was answered is in the records as
+	// finished even if the process is killed right after. (The writer
+	// commits at once for a waiting caller, the ends of concurrent runs
+	// together.) A commit that takes longer than finishWait — the database
+	// locked by another process, a stalled disk — does not hold the answer
+	// back: the write stays queued and is committed when it can be.
+	wctx, wcancel := context.WithTimeout(context.Background(), finishWait)
+	defer wcancel()
+	if err := rc.st.Flush(wctx); err != nil {
+		rc.log.Debug("answering before the end of the run is committed", "request_id", i.Run.IDs.RequestID, "exec_id", i.Run.ExecID, "err", err)
 	}
 }
+
+// finishWait bounds how long a run's answer waits for the commit of its
+// end.
+const finishWait = 250 * time.Millisecond
 
 func (rc *recorder) warn(what string, info *orchestrate.RunInfo, err error) {
 	rc.log.Warn(what, "request_id", info.IDs.RequestID, "exec_id", info.ExecID, "step_id", "", "tool", info.Source, "err", err)

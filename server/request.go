@@ -3,8 +3,8 @@ package server
 import (
 	"context"
 	"net/http"
+	"strconv"
 
-	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/orchestra-mcp/orchestra/orchestrate"
@@ -17,15 +17,15 @@ import (
 // progress token, and logging notifications at the level it asked for.
 func (a *App) orchestrateHandler() mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		ctx = withRequestID(ctx)
+		ctx = toolcontext.EnsureRequestID(ctx)
+		ctx = withHeaderDepth(ctx, req)
+		ctx = withCaller(ctx, req)
 		ids, _ := toolcontext.IDsFrom(ctx)
 		ro := orchestrate.RunOptions{Logger: a.log.With("request_id", ids.RequestID)}
 		if p := newProgress(ctx, req); p != nil {
-			ro.Observers = append(ro.Observers, p.observe)
+			ro.Hooks = p.hooks()
 		}
-		if o := clientLogObserver(ctx, req, a.secrets, &a.logLevels); o != nil {
-			ro.Observers = append(ro.Observers, o)
-		}
+		ro.Hooks = orchestrate.ComposeHooks(ro.Hooks, clientLogHooks(ctx, req, a.secrets, &a.logLevels))
 		e := a.Engine.With(ro)
 		return e.Handler(orchestrate.HandlerOptions{
 			MaxRequestBytes: int(a.Config.Server.MaxRequestBytes),
@@ -36,21 +36,36 @@ func (a *App) orchestrateHandler() mcp.ToolHandler {
 	}
 }
 
-// withRequestID gives ctx a request id when it has none, so that every log
-// line of the request carries it.
-func withRequestID(ctx context.Context) context.Context {
-	ids, _ := toolcontext.IDsFrom(ctx)
-	if ids.RequestID != "" {
+// withHeaderDepth raises the depth in ctx to the one an HTTP request
+// carries in its Orchestra-Depth header: http_request sends it, so that a
+// plan that posts to an orchestra's /mcp (a request the _meta of which the
+// plan itself writes) cannot reset the count.
+func withHeaderDepth(ctx context.Context, req *mcp.CallToolRequest) context.Context {
+	if req.Extra == nil || req.Extra.Header == nil {
 		return ctx
 	}
-	ids.RequestID = uuid.NewString()
+	d, err := strconv.Atoi(req.Extra.Header.Get(toolcontext.HeaderDepth))
+	if err != nil || d < 0 || d <= toolcontext.Depth(ctx) {
+		return ctx
+	}
+	return toolcontext.WithDepth(ctx, d)
+}
+
+// withCaller records the authenticated caller of req, if any, as the
+// user id of its runs: their records belong to it (see ownerScope).
+func withCaller(ctx context.Context, req *mcp.CallToolRequest) context.Context {
+	if req.Extra == nil || req.Extra.TokenInfo == nil || req.Extra.TokenInfo.UserID == "" {
+		return ctx
+	}
+	ids, _ := toolcontext.IDsFrom(ctx)
+	ids.UserID = req.Extra.TokenInfo.UserID
 	return toolcontext.WithIDs(ctx, ids)
 }
 
 // Run runs a request's plan outside MCP (the CLI's orchestra run), with a
 // request id and source recorded as source.
 func (a *App) Run(ctx context.Context, req *orchestrate.Request, source string) *orchestrate.Envelope {
-	ctx = withRequestID(ctx)
+	ctx = toolcontext.EnsureRequestID(ctx)
 	ids, _ := toolcontext.IDsFrom(ctx)
 	return a.Engine.RunWith(ctx, req, orchestrate.RunOptions{Source: source, Logger: a.log.With("request_id", ids.RequestID)})
 }
@@ -58,7 +73,7 @@ func (a *App) Run(ctx context.Context, req *orchestrate.Request, source string) 
 // Reject returns the envelope of a request that cannot run, recorded like
 // any run, with source as its source.
 func (a *App) Reject(ctx context.Context, issues []*orchestrate.Issue, source string) *orchestrate.Envelope {
-	ctx = withRequestID(ctx)
+	ctx = toolcontext.EnsureRequestID(ctx)
 	return a.Engine.With(orchestrate.RunOptions{Source: source}).Reject(ctx, issues)
 }
 

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -23,8 +24,10 @@ import (
 	"github.com/orchestra-mcp/orchestra/registry"
 	"github.com/orchestra-mcp/orchestra/registry/builtin"
 	"github.com/orchestra-mcp/orchestra/registry/mcpserver"
+	"github.com/orchestra-mcp/orchestra/schemas"
 	"github.com/orchestra-mcp/orchestra/store"
 	"github.com/orchestra-mcp/orchestra/telemetry"
+	"github.com/orchestra-mcp/orchestra/toolcontext"
 )
 
 // Options configure an App.
@@ -70,6 +73,7 @@ type App struct {
 	secrets []string // never logged to clients
 
 	logLevels logLevels // which clients receive logging notifications
+	calls     httpCalls // tools/call requests in flight over HTTP
 
 	downstream *mcpserver.Manager // nil without mcpServers
 }
@@ -126,16 +130,17 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	a.secrets = Secrets(cfg)
 	// A plan may never start an orchestration on its own server.
 	forbidden := func(name string) bool { return name == orchestrate.ToolName }
-	// One transition observer feeds the records, the logs and the
-	// telemetry; requests add progress and client logs (orchestrateHandler).
+	// The engine's hooks feed the records, the logs and the telemetry;
+	// requests add progress and client logs (orchestrateHandler).
 	a.Engine = orchestrate.NewEngine(orchestrate.Options{
 		Tools:       a.tel.Tools(cat),
 		Limits:      cfg.EngineLimits(),
 		Logger:      log,
 		Forbidden:   forbidden,
-		Observers:   []orchestrate.Observer{newRecorder(a.store, log).observe, logObserver(log), a.tel.Observer()},
+		Hooks:       orchestrate.ComposeHooks(newRecorder(a.store, log).hooks(), logHooks(log), a.tel.Hooks()),
 		StepContext: a.tel.StepContext,
 		Record:      RecordURI,
+		Redact:      func(s string) string { return RedactText(s, a.secrets) },
 	})
 	if a.planner, err = newPlanner(cfg, cat, a.Engine, forbidden, log); err != nil {
 		return nil, err
@@ -212,7 +217,7 @@ func (a *App) sync() {
 			continue
 		}
 		want[t.Name] = true
-		a.Server.AddTool(mcpTool(t), passthrough(t))
+		a.Server.AddTool(mcpTool(t), a.passthrough(t))
 	}
 	var gone []string
 	for name := range a.exposed {
@@ -227,18 +232,20 @@ func (a *App) sync() {
 	a.exposed = want
 }
 
-// track counts running plans and cancels them when the app drains. A call
-// beyond limits.max_concurrent_plans fails at once with the code busy.
+// track counts running plans and runs them in their call's context
+// (callContext: cancelled when the app drains or the HTTP client goes). A
+// call beyond limits.max_concurrent_plans fails at once with the code busy.
 func (a *App) track(h mcp.ToolHandler) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		if limit := a.Config.Limits.MaxConcurrentPlans; !a.plans.tryAdd(limit) {
 			return orchestrate.Result(a.Engine.Reject(ctx, []*orchestrate.Issue{{Code: orchestrate.CodeBusy, Message: fmt.Sprintf("the server is running %d plans, its limit (limits.max_concurrent_plans): retry in a moment, or raise the limit in the configuration file", limit)}})), nil
 		}
 		defer a.plans.done()
-		ctx, cancel := context.WithCancel(ctx)
+		if issue := a.Engine.Admit(); issue != nil {
+			return orchestrate.Result(a.Engine.Reject(ctx, []*orchestrate.Issue{issue})), nil
+		}
+		ctx, cancel := a.callContext(ctx, req)
 		defer cancel()
-		stop := context.AfterFunc(a.drain, cancel)
-		defer stop()
 		return h(ctx, req)
 	}
 }
@@ -320,26 +327,51 @@ func (a *App) expose(t registry.Tool) bool {
 func mcpTool(t registry.Tool) *mcp.Tool {
 	mt := &mcp.Tool{Name: t.Name, Title: t.Title, Description: t.Description, Annotations: t.Annotations}
 	if t.InputSchema != nil {
-		mt.InputSchema = t.InputSchema
+		mt.InputSchema = schemas.PortableOr(t.InputSchema)
 	} else {
 		mt.InputSchema = map[string]any{"type": "object"}
 	}
 	if t.OutputSchema != nil {
-		mt.OutputSchema = t.OutputSchema
+		mt.OutputSchema = schemas.PortableOr(t.OutputSchema)
 	}
 	return mt
 }
 
 // passthrough calls a catalog tool for a client that calls it directly.
-func passthrough(t registry.Tool) mcp.ToolHandler {
+// What the request's _meta carries goes on: the depth (one more than the
+// caller's, so that a chain of orchestras calling each other's tools
+// directly stops at limits.max_depth like a chain of plans; a downstream
+// tool called at that depth is refused with depth_exceeded), the
+// traceparent, and progress, which the tool's reports answer under the
+// caller's progress token.
+func (a *App) passthrough(t registry.Tool) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		ctx, cancel := a.callContext(ctx, req)
+		defer cancel()
+		ctx = toolcontext.FromMeta(ctx, req.Params.GetMeta())
+		// A built-in tool runs here and starts nothing; a downstream call
+		// is one more hop, possibly into another orchestra.
+		if d, limit := toolcontext.Depth(ctx), a.Config.Limits.MaxDepth; d >= limit && t.Source != "builtin" {
+			res := &mcp.CallToolResult{}
+			res.SetError(fmt.Errorf("%s: orchestration depth %d reached the limit of %d (limits.max_depth, code %s): orchestras calling each other's tools may not nest this deep", t.Name, d+1, limit, orchestrate.CodeDepthExceeded))
+			return res, nil
+		}
+		ctx = toolcontext.WithDepth(ctx, toolcontext.Depth(ctx)+1)
 		args, err := decodeArgs(req.Params.Arguments)
 		if err != nil {
 			res := &mcp.CallToolResult{}
 			res.SetError(fmt.Errorf("arguments of %s: %w; send a JSON object", t.Name, err))
 			return res, nil
 		}
-		r, err := t.Invoke(ctx, &registry.CallRequest{Arguments: args})
+		cr := &registry.CallRequest{Arguments: args}
+		if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
+			// A report can arrive just after the result: send it all the same.
+			nctx := context.WithoutCancel(ctx)
+			cr.Progress = func(p registry.Progress) {
+				_ = req.Session.NotifyProgress(nctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: p.Progress, Total: p.Total, Message: p.Message})
+			}
+		}
+		r, err := t.Invoke(ctx, cr)
 		if err != nil {
 			res := &mcp.CallToolResult{}
 			res.SetError(fmt.Errorf("calling %s: %w", t.Name, err))
@@ -354,13 +386,59 @@ func passthrough(t registry.Tool) mcp.ToolHandler {
 }
 
 // ServeStdio serves one client over stdin and stdout until the client goes
-// away or ctx is done.
+// away or ctx is done. When stdin ends, the requests already read are
+// answered first. When ctx is done (SIGTERM), it stops reading, lets
+// running requests finish for the configured grace period (none when
+// stdin has already ended: a client that closed stdin and then signals
+// wants the process gone), cancels what is still running (a cancelled plan
+// answers with its partial results), waits a bounded time for those
+// answers, and returns: a client that stopped reading stdout cannot hold
+// the process.
 func (a *App) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
-	err := a.Server.Run(ctx, &lineTransport{in: in, out: out, maxLine: int(a.Config.Server.MaxRequestBytes)})
-	if err != nil && (errors.Is(err, context.Canceled) || errors.Is(err, io.EOF)) {
-		return nil
+	t := &lineTransport{in: in, out: out, maxLine: int(a.Config.Server.MaxRequestBytes)}
+	// The session outlives ctx by the grace period.
+	ss, err := a.Server.Connect(context.WithoutCancel(ctx), t, nil)
+	if err != nil {
+		return err
 	}
-	return err
+	ended := make(chan error, 1)
+	go func() { ended <- ss.Wait() }()
+	select {
+	case err := <-ended:
+		if err != nil && (errors.Is(err, context.Canceled) || errors.Is(err, io.EOF)) {
+			return nil
+		}
+		return err
+	case <-ctx.Done():
+	}
+	conn := t.conn
+	conn.stopReading()
+	grace := a.Config.Server.ShutdownGrace
+	if conn.inputEnded.Load() {
+		// The client closed stdin and now asks the process to end: it is
+		// not waiting for more, so what still runs is cancelled at once.
+		grace = 0
+	}
+	a.log.Info("shutting down", "in_flight_plans", a.InFlight(), "grace", grace)
+	if !waitFor(conn.idle(), grace) {
+		a.log.Warn("cancelling requests still running after the grace period", "in_flight_plans", a.InFlight())
+		a.cancelPlans()
+		if !waitFor(conn.idle(), cancelWait) {
+			a.log.Warn("closing with requests unanswered")
+		}
+	}
+	// Closing waits for a write in progress, which a client that stopped
+	// reading stdout never lets finish: wait a bounded time.
+	closed := make(chan struct{})
+	go func() {
+		ss.Close()
+		<-ended
+		close(closed)
+	}()
+	if !waitFor(closed, time.Second) {
+		a.log.Warn("the stdio session did not end; stdout may be full")
+	}
+	return nil
 }
 
 // Close releases what the app holds: client sessions (HTTP sessions
@@ -375,16 +453,26 @@ func (a *App) Close() error {
 	return errors.Join(errs...)
 }
 
-// closeSessions ends every client session of the server.
+// closeSessions ends every client session of the server. Closing a session
+// waits for a write in progress, which a client that stopped reading never
+// lets finish: it waits a bounded time for them all.
 func (a *App) closeSessions() {
-	var sessions []*mcp.ServerSession
+	var wg sync.WaitGroup
 	for ss := range a.Server.Sessions() {
-		sessions = append(sessions, ss)
+		wg.Go(func() { ss.Close() })
 	}
-	for _, ss := range sessions {
-		ss.Close()
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	if !waitFor(done, sessionCloseWait) {
+		a.log.Warn("client sessions did not close; a client may have stopped reading")
 	}
 }
+
+// sessionCloseWait bounds how long closing waits for client sessions.
+const sessionCloseWait = 2 * time.Second
 
 func decodeArgs(raw []byte) (map[string]any, error) {
 	args := map[string]any{}

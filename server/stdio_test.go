@@ -2,11 +2,16 @@ package server_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/orchestra-mcp/orchestra/config"
+	"github.com/orchestra-mcp/orchestra/server"
 )
 
 // rawStdio serves an app over pipes and lets a test write raw lines.
@@ -128,4 +133,129 @@ func truncate(b []byte) string {
 		return string(b[:2000]) + "..."
 	}
 	return string(b)
+}
+
+// pipeStdio serves app over pipes until ctx is done or stdin closes, and
+// returns stdin, a scanner of stdout (closed once ServeStdio returns) and
+// the channel its error arrives on.
+func pipeStdio(ctx context.Context, app *server.App) (*io.PipeWriter, *bufio.Scanner, <-chan error) {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- app.ServeStdio(ctx, inR, outW)
+		outW.Close()
+	}()
+	sc := bufio.NewScanner(outR)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	return inW, sc, done
+}
+
+// TestStdioOversizedRequestWithTrailingID sends a request over
+// server.max_request_bytes whose "id" comes last, as the TypeScript SDK
+// writes it: the answer is an error for that id naming the limit, and the
+// server goes on.
+func TestStdioOversizedRequestWithTrailingID(t *testing.T) {
+	r := newRawStdio(t)
+	r.send(initializeBody)
+	r.recv()
+	r.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	for _, size := range []int{200 << 10, 4 << 20} {
+		line := `{"method":"tools/call","params":{"name":"agent_orchestrate","arguments":{"bindings":{"blob":"` + strings.Repeat("a", size) + `"},"plan":{"steps":[]}}},"jsonrpc":"2.0","id":42}`
+		r.send(line)
+		res := r.recv()
+		data, _ := json.Marshal(res)
+		if id, _ := res["id"].(float64); id != 42 || !strings.Contains(string(data), "server.max_request_bytes") {
+			t.Fatalf("%d bytes: want an error for id 42 naming the limit, got %s", len(line), truncate(data))
+		}
+	}
+	r.send(`{"jsonrpc":"2.0","id":43,"method":"ping"}`)
+	if res := r.recv(); res["id"] != float64(43) || res["result"] == nil {
+		t.Fatalf("ping after the oversized requests: %v", res)
+	}
+}
+
+// TestStdioAnswersWhatItReadBeforeEOF writes five plans and closes stdin
+// at once: each is answered before the server ends.
+func TestStdioAnswersWhatItReadBeforeEOF(t *testing.T) {
+	inW, sc, done := pipeStdio(t.Context(), newApp(t, nil))
+	go func() {
+		io.WriteString(inW, initializeBody+"\n"+`{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
+		for i := range 5 {
+			io.WriteString(inW, `{"jsonrpc":"2.0","id":`+itoa(10+i)+`,"method":"tools/call","params":{"name":"agent_orchestrate","arguments":{"plan":{"steps":[{"tool":"render","arguments":{"template":"n={{.n}}","values":{"n":`+itoa(i)+`}}}]}}}}`+"\n")
+		}
+		inW.Close()
+	}()
+	answered := map[float64]bool{}
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("not JSON: %q", sc.Text())
+		}
+		if id, ok := m["id"].(float64); ok && id >= 10 && m["result"] != nil {
+			answered[id] = true
+		}
+	}
+	if err := <-done; err != nil {
+		t.Errorf("ServeStdio: %v", err)
+	}
+	if len(answered) != 5 {
+		t.Errorf("answered %v; want all 5 requests written before stdin closed", answered)
+	}
+}
+
+// TestStdioShutdownDuringPlan cancels the serve context (SIGTERM) while a
+// plan runs: after the grace period the plan is cancelled, the client
+// gets its partial answer and the record is not a success.
+func TestStdioShutdownDuringPlan(t *testing.T) {
+	s := newStopper()
+	cfg := config.Default()
+	cfg.Server.ShutdownGrace = 50 * time.Millisecond
+	app := newApp(t, cfg, s.tool(t))
+	ctx, term := context.WithCancel(t.Context())
+	inW, sc, done := pipeStdio(ctx, app)
+	defer inW.Close()
+	io.WriteString(inW, initializeBody+"\n"+`{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
+	io.WriteString(inW, strings.Replace(waitCall, "%s", "", 1)+"\n")
+	sc.Scan() // initialize
+	await(t, s.started, "the step to start")
+	term()
+	var answer map[string]any
+	for sc.Scan() {
+		var m map[string]any
+		json.Unmarshal(sc.Bytes(), &m)
+		if m["id"] == float64(5) {
+			answer = m
+		}
+	}
+	if err := <-done; err != nil {
+		t.Errorf("ServeStdio: %v", err)
+	}
+	res, _ := answer["result"].(map[string]any)
+	if res == nil || res["isError"] != true || !strings.Contains(fmt.Sprint(res["structuredContent"]), "cancelled") {
+		t.Fatalf("want a cancelled partial answer to the running plan, got %v", answer)
+	}
+	checkCancelledRecord(t, app)
+}
+
+// TestStdioShutdownWithStdoutFull stops reading stdout while the server
+// writes: a shutdown still returns.
+func TestStdioShutdownWithStdoutFull(t *testing.T) {
+	cfg := config.Default()
+	cfg.Server.ShutdownGrace = 50 * time.Millisecond
+	app := newApp(t, cfg)
+	ctx, term := context.WithCancel(t.Context())
+	inR, inW := io.Pipe()
+	defer inW.Close()
+	outR, outW := io.Pipe() // nobody reads outR: every write blocks
+	defer outR.Close()
+	done := make(chan error, 1)
+	go func() { done <- app.ServeStdio(ctx, inR, outW) }()
+	go io.WriteString(inW, initializeBody+"\n")
+	term()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("ServeStdio did not return on shutdown while stdout was full")
+	}
 }

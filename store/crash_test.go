@@ -125,11 +125,11 @@ func TestCrashRecovery(t *testing.T) {
 		t.Errorf("running step after crash: status %q, want interrupted", got)
 	}
 	// The dead process's lock file is cleaned up.
-	entries, err := os.ReadDir(ownerDir(s.path))
+	entries, err := os.ReadDir(instanceDir(s.path))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(entries) != 1 || entries[0].Name() != s.owner+".lock" {
+	if len(entries) != 1 || entries[0].Name() != s.instance+".lock" {
 		var names []string
 		for _, e := range entries {
 			names = append(names, e.Name())

@@ -16,6 +16,10 @@
 // database. Old runs are deleted according to a [Retention] policy, and the
 // schema is migrated by numbered, embedded SQL files.
 //
+// A run has an owner, who started it (an HTTP client's credential, or ""
+// for the machine's own callers). Reads within an owner's [Scope] see only
+// that owner's runs; the zero Scope sees every run.
+//
 //	s, err := store.Open(ctx, store.Memory, store.Options{Retention: store.Retention{MaxRuns: 1000}})
 //	if err != nil {
 //		return err
@@ -32,4 +36,5 @@
 //
 //	run, steps, err := s.Get(ctx, "e1") // waits for the writes queued before it
 //	page, next, err := s.List(ctx, store.ListOptions{Limit: 20})
+//	mine, next, err := s.List(ctx, store.ListOptions{Scope: store.OwnerScope("token:3f9a…")})
 package store

@@ -10,33 +10,35 @@ import (
 )
 
 // Crash recovery. Every open Store holds an exclusive lock on a file of its
-// own, <db>-owners/<owner>.lock, and stamps its owner id on the runs it
-// starts. The operating system drops the lock when the process ends, however
-// it ends, so a run still "running" whose owner's lock can be taken belongs to
-// a process that is gone: Open marks it interrupted. Stores open on the same
-// database, in this process or another, keep their runs.
+// own, <db>-owners/<instance>.lock, and stamps its instance id on the runs
+// it starts. The operating system drops the lock when the process ends,
+// however it ends, so a run still "running" whose instance's lock can be
+// taken belongs to a process that is gone: Open marks it interrupted. Stores
+// open on the same database, in this process or another, keep their runs.
+// (The directory keeps the name it had when instances were called owners,
+// so that stores of both versions see each other's locks.)
 
 // interruptedError is the Error of a run whose process ended before it did.
 const interruptedError = "the process running it ended before the run finished"
 
-func ownerDir(dbPath string) string { return dbPath + "-owners" }
+func instanceDir(dbPath string) string { return dbPath + "-owners" }
 
-// recoverDead marks the running runs of owners that no longer hold their lock
+// recoverDead marks the running runs of instances that no longer hold their lock
 // as interrupted and returns how many it marked.
 func (s *Store) recoverDead(ctx context.Context) (int, error) {
 	rows, err := s.writer.QueryContext(ctx,
-		`SELECT DISTINCT owner FROM runs WHERE status = 'running' AND owner != ?`, s.owner)
+		`SELECT DISTINCT instance FROM runs WHERE status = 'running' AND instance != ?`, s.instance)
 	if err != nil {
 		return 0, err
 	}
-	var owners []string
+	var instances []string
 	for rows.Next() {
 		var o string
 		if err := rows.Scan(&o); err != nil {
 			rows.Close()
 			return 0, err
 		}
-		owners = append(owners, o)
+		instances = append(instances, o)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
@@ -44,21 +46,21 @@ func (s *Store) recoverDead(ctx context.Context) (int, error) {
 	}
 
 	total := 0
-	for _, o := range owners {
-		lock, alive, err := probeOwner(ownerDir(s.path), o)
+	for _, o := range instances {
+		lock, alive, err := probeInstance(instanceDir(s.path), o)
 		if err != nil {
-			return total, fmt.Errorf("checking owner %s: %w", o, err)
+			return total, fmt.Errorf("checking instance %s: %w", o, err)
 		}
 		if alive {
 			continue
 		}
-		n, err := s.interruptOwner(ctx, o)
+		n, err := s.interruptInstance(ctx, o)
 		total += n
 		if lock != nil {
-			// Holding the dead owner's lock until its runs are marked keeps a
+			// Holding the dead instance's lock until its runs are marked keeps a
 			// concurrent Open from doing the same work; then the file goes.
 			if rerr := lock.release(true); rerr != nil && !os.IsNotExist(rerr) {
-				s.log.Warn("removing a dead owner's lock file", "owner", o, "err", rerr)
+				s.log.Warn("removing a dead instance's lock file", "instance", o, "err", rerr)
 			}
 		}
 		if err != nil {
@@ -74,49 +76,49 @@ func (s *Store) recoverDead(ctx context.Context) (int, error) {
 // locked it.
 const staleLockAge = time.Minute
 
-// sweepLocks removes the lock files of ended owners that left no running
+// sweepLocks removes the lock files of ended instances that left no running
 // runs behind, so they do not pile up. Failures only cost disk entries and
 // are logged.
 func (s *Store) sweepLocks() {
-	dir := ownerDir(s.path)
+	dir := instanceDir(s.path)
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		s.log.Warn("listing owner lock files", "dir", dir, "err", err)
+		s.log.Warn("listing instance lock files", "dir", dir, "err", err)
 		return
 	}
 	for _, e := range entries {
-		owner, ok := strings.CutSuffix(e.Name(), ".lock")
-		if !ok || owner == s.owner {
+		instance, ok := strings.CutSuffix(e.Name(), ".lock")
+		if !ok || instance == s.instance {
 			continue
 		}
 		if info, err := e.Info(); err != nil || time.Since(info.ModTime()) < staleLockAge {
 			continue
 		}
-		lock, alive, err := probeOwner(dir, owner)
+		lock, alive, err := probeInstance(dir, instance)
 		if err != nil || alive || lock == nil {
 			continue
 		}
 		if err := lock.release(true); err != nil && !os.IsNotExist(err) {
-			s.log.Warn("removing a dead owner's lock file", "owner", owner, "err", err)
+			s.log.Warn("removing a dead instance's lock file", "instance", instance, "err", err)
 		}
 	}
 }
 
-// interruptOwner marks owner's running runs, and their running steps,
-// interrupted.
-func (s *Store) interruptOwner(ctx context.Context, owner string) (int, error) {
+// interruptInstance marks the running runs of instance, and their running
+// steps, interrupted.
+func (s *Store) interruptInstance(ctx context.Context, instance string) (int, error) {
 	tx, err := s.writer.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, err
 	}
 	defer tx.Rollback()
 	if _, err := tx.ExecContext(ctx, `UPDATE steps SET status = 'interrupted'
-		WHERE status = 'running' AND exec_id IN (SELECT exec_id FROM runs WHERE status = 'running' AND owner = ?)`,
-		owner); err != nil {
+		WHERE status = 'running' AND exec_id IN (SELECT exec_id FROM runs WHERE status = 'running' AND instance = ?)`,
+		instance); err != nil {
 		return 0, err
 	}
 	res, err := tx.ExecContext(ctx, `UPDATE runs SET status = 'interrupted', error = ?
-		WHERE status = 'running' AND owner = ?`, interruptedError, owner)
+		WHERE status = 'running' AND instance = ?`, interruptedError, instance)
 	if err != nil {
 		return 0, err
 	}
@@ -127,11 +129,11 @@ func (s *Store) interruptOwner(ctx context.Context, owner string) (int, error) {
 	return int(n), tx.Commit()
 }
 
-// probeOwner reports whether owner still holds its lock. When it does not,
+// probeInstance reports whether instance still holds its lock. When it does not,
 // the returned lock is held by the caller, who releases it; it is nil when
 // the lock file does not exist.
-func probeOwner(dir, owner string) (*ownerLock, bool, error) {
-	f, err := os.OpenFile(filepath.Join(dir, owner+".lock"), os.O_RDWR, 0)
+func probeInstance(dir, instance string) (*instanceLock, bool, error) {
+	f, err := os.OpenFile(filepath.Join(dir, instance+".lock"), os.O_RDWR, 0)
 	if os.IsNotExist(err) {
 		return nil, false, nil // closed or cleaned up: nobody runs these runs
 	}
@@ -147,20 +149,20 @@ func probeOwner(dir, owner string) (*ownerLock, bool, error) {
 		f.Close()
 		return nil, true, nil
 	}
-	return &ownerLock{f: f}, false, nil
+	return &instanceLock{f: f}, false, nil
 }
 
-// ownerLock is a held lock file.
-type ownerLock struct {
+// instanceLock is a held lock file.
+type instanceLock struct {
 	f *os.File
 }
 
-// acquireOwnerLock creates and locks dir/owner.lock.
-func acquireOwnerLock(dir, owner string) (*ownerLock, error) {
+// acquireInstanceLock creates and locks dir/instance.lock.
+func acquireInstanceLock(dir, instance string) (*instanceLock, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(filepath.Join(dir, owner+".lock"), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := os.OpenFile(filepath.Join(dir, instance+".lock"), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return nil, err
 	}
@@ -173,13 +175,13 @@ func acquireOwnerLock(dir, owner string) (*ownerLock, error) {
 		os.Remove(f.Name())
 		return nil, err
 	}
-	return &ownerLock{f: f}, nil
+	return &instanceLock{f: f}, nil
 }
 
 // release removes the lock file if asked, then closes it, which drops the
 // lock. Removing first means nobody can take a lock on a file about to
 // vanish; where an open file cannot be removed, it is removed after closing.
-func (l *ownerLock) release(remove bool) error {
+func (l *instanceLock) release(remove bool) error {
 	var rmErr error
 	if remove {
 		rmErr = os.Remove(l.f.Name())

@@ -14,10 +14,30 @@ import (
 	"modernc.org/sqlite"
 )
 
+// Scope says whose runs a read sees. The zero Scope sees every run, as the
+// machine's own callers do (the CLI, a stdio client); OwnerScope sees one
+// owner's runs only.
+type Scope struct {
+	owner   string
+	limited bool
+}
+
+// OwnerScope returns the scope of owner's runs.
+func OwnerScope(owner string) Scope { return Scope{owner: owner, limited: true} }
+
+// Sees reports whether the scope sees a run of owner.
+func (sc Scope) Sees(owner string) bool { return !sc.limited || sc.owner == owner }
+
 // Get returns a run with its envelope and plan, and its steps ordered by
 // Index, then Path, once the writes queued before it are applied. An
-// unknown id is [ErrNotFound].
+// unknown id is [ErrNotFound]. Get sees every run; see GetIn.
 func (s *Store) Get(ctx context.Context, execID string) (*Run, []StepRecord, error) {
+	return s.GetIn(ctx, Scope{}, execID)
+}
+
+// GetIn is Get within scope: a run the scope does not see is
+// [ErrNotFound], as if it did not exist.
+func (s *Store) GetIn(ctx context.Context, scope Scope, execID string) (*Run, []StepRecord, error) {
 	if err := s.Flush(ctx); err != nil {
 		return nil, nil, fmt.Errorf("reading run %s: %w", execID, err)
 	}
@@ -31,7 +51,7 @@ func (s *Store) Get(ctx context.Context, execID string) (*Run, []StepRecord, err
 	row := tx.QueryRowContext(ctx, `SELECT `+runColumns+`, plan, envelope FROM runs WHERE exec_id = ?`, execID)
 	var plan, envelope sql.NullString
 	r, err := scanRun(row, &plan, &envelope)
-	if errors.Is(err, sql.ErrNoRows) {
+	if errors.Is(err, sql.ErrNoRows) || err == nil && !scope.Sees(r.Owner) {
 		return nil, nil, fmt.Errorf("reading run %s: %w", execID, ErrNotFound)
 	}
 	if err != nil {
@@ -74,6 +94,8 @@ type ListOptions struct {
 	Cursor string
 	// Status, when set, lists only runs with that status.
 	Status Status
+	// Scope limits the runs listed; the zero Scope lists every run.
+	Scope Scope
 }
 
 const (
@@ -103,6 +125,10 @@ func (s *Store) List(ctx context.Context, opts ListOptions) ([]Run, string, erro
 	}
 	var where []string
 	var args []any
+	if opts.Scope.limited {
+		where = append(where, "owner = ?")
+		args = append(args, opts.Scope.owner)
+	}
 	if opts.Status != "" {
 		where = append(where, "status = ?")
 		args = append(args, string(opts.Status))
@@ -178,7 +204,7 @@ func decodeCursor(s string) (cursor, error) {
 	return cursor{startedAt: started, seq: seq}, nil
 }
 
-const runColumns = `exec_id, request_id, tool, status, started_at, finished_at, duration_ms, step_count, error`
+const runColumns = `exec_id, request_id, owner, tool, status, started_at, finished_at, duration_ms, step_count, error`
 
 // scanRun scans runColumns followed by extra destinations.
 func scanRun(row interface{ Scan(...any) error }, extra ...any) (*Run, error) {
@@ -186,7 +212,7 @@ func scanRun(row interface{ Scan(...any) error }, extra ...any) (*Run, error) {
 	var status string
 	var started int64
 	var finished sql.NullInt64
-	dest := append([]any{&r.ExecID, &r.RequestID, &r.Tool, &status, &started, &finished,
+	dest := append([]any{&r.ExecID, &r.RequestID, &r.Owner, &r.Tool, &status, &started, &finished,
 		&r.DurationMS, &r.StepCount, &r.Error}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return nil, err

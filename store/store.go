@@ -70,6 +70,11 @@ type Run struct {
 	ExecID string
 	// RequestID is the id of the request that started the run, if any.
 	RequestID string
+	// Owner identifies who started the run: the caller's credential (an
+	// HTTP client's bearer token, as a hash), or "" for the machine's own
+	// callers (the CLI, a stdio client). A reader limited to an owner (see
+	// Scope) sees only that owner's runs.
+	Owner string
 	// Tool says what started the run: "agent_orchestrate" or "cli".
 	Tool string
 	// Status is the run's state.
@@ -174,14 +179,14 @@ type Stats struct {
 // one transaction; reads wait for the writes queued before them. See
 // [Store.StartRun] and [Store.QueueStartRun].
 type Store struct {
-	path   string
-	writer *sql.DB // one connection: SQLite has one writer at a time
-	reader *sql.DB // concurrent readers under WAL; the writer itself in memory mode
-	log    *slog.Logger
-	now    func() time.Time
-	keep   Retention
-	owner  string     // this instance's id, stored on the runs it starts
-	lock   *ownerLock // held while open, so other processes know the owner lives
+	path     string
+	writer   *sql.DB // one connection: SQLite has one writer at a time
+	reader   *sql.DB // concurrent readers under WAL; the writer itself in memory mode
+	log      *slog.Logger
+	now      func() time.Time
+	keep     Retention
+	instance string        // this store's id, stored on the runs it starts
+	lock     *instanceLock // held while open, so other processes know the instance lives
 
 	recovered int
 
@@ -257,7 +262,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if s.keep.MaxAge < 0 || s.keep.MaxRuns < 0 {
 		return nil, fmt.Errorf("opening execution store: negative retention %+v", s.keep)
 	}
-	s.owner = newOwnerID()
+	s.instance = newInstanceID()
 
 	if err := s.open(ctx); err != nil {
 		s.closeDBs()
@@ -267,7 +272,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("opening execution store %s: %w", path, err)
 	}
 	s.startWriter()
-	s.log.Debug("execution store open", "path", path, "owner", s.owner)
+	s.log.Debug("execution store open", "path", path, "instance", s.instance)
 	return s, nil
 }
 
@@ -353,9 +358,9 @@ func (s *Store) open(ctx context.Context) error {
 	if err := s.migrate(ctx, migrations); err != nil {
 		return err
 	}
-	lock, err := acquireOwnerLock(ownerDir(abs), s.owner)
+	lock, err := acquireInstanceLock(instanceDir(abs), s.instance)
 	if err != nil {
-		return fmt.Errorf("taking the owner lock: %w", err)
+		return fmt.Errorf("taking the instance lock: %w", err)
 	}
 	s.lock = lock
 	n, err := s.recoverDead(ctx)
@@ -383,7 +388,7 @@ func sqliteURI(abs string) string {
 	return "file:" + p
 }
 
-func newOwnerID() string {
+func newInstanceID() string {
 	var b [12]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		panic("store: reading random bytes: " + err.Error())
@@ -439,7 +444,7 @@ func (s *Store) Close() error {
 		ctx, cancel := context.WithTimeout(context.Background(), busyTimeout)
 		defer cancel()
 		var errs []error
-		if n, err := s.interruptOwner(ctx, s.owner); err != nil {
+		if n, err := s.interruptInstance(ctx, s.instance); err != nil {
 			errs = append(errs, fmt.Errorf("interrupting unfinished runs: %w", err))
 		} else if n > 0 {
 			s.log.Warn("store closed with runs unfinished; marked interrupted", "count", n)

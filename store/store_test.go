@@ -550,7 +550,7 @@ func TestCloseInterruptsOwnRuns(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	entries, err := os.ReadDir(ownerDir(path))
+	entries, err := os.ReadDir(instanceDir(path))
 	if err != nil || len(entries) != 0 {
 		t.Errorf("owner lock files after Close: %v, %v", entries, err)
 	}
@@ -629,7 +629,7 @@ func TestEnvelopeError(t *testing.T) {
 // running are removed once they are old enough to be sure of.
 func TestSweepsStaleLocks(t *testing.T) {
 	path := tempDB(t)
-	dir := ownerDir(path)
+	dir := instanceDir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}

@@ -156,8 +156,8 @@ type statements struct {
 
 const (
 	insertRunSQL = `INSERT INTO runs
-		(exec_id, request_id, tool, status, started_at, finished_at, duration_ms, plan, envelope, step_count, error, owner)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+		(exec_id, request_id, tool, status, started_at, finished_at, duration_ms, plan, envelope, step_count, error, instance, owner)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	upsertStepSQL = `INSERT INTO steps
 		(exec_id, step_id, idx, path, tool, status, started_at, duration_ms, attempts, output, error)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -202,7 +202,7 @@ func (st *statements) close() error {
 // startRunWrite inserts a run.
 type startRunWrite struct {
 	r              Run
-	owner          string
+	instance       string
 	plan, envelope sql.NullString
 	// finish, when set, is the run's end, written with the start: see
 	// coalesce.
@@ -222,7 +222,7 @@ func (s *Store) startRun(r Run) (*startRunWrite, error) {
 	if r.StartedAt.IsZero() {
 		r.StartedAt = s.now()
 	}
-	return &startRunWrite{r: r, owner: s.owner}, nil
+	return &startRunWrite{r: r, instance: s.instance}, nil
 }
 
 func (w *startRunWrite) String() string { return "starting run " + w.r.ExecID }
@@ -249,7 +249,7 @@ func (w *startRunWrite) apply(ctx context.Context, tx *sql.Tx, st *statements) e
 	}
 	_, err := bind(ctx, tx, st.insertRun).ExecContext(ctx,
 		r.ExecID, r.RequestID, r.Tool, string(status), r.StartedAt.UnixNano(), nullTime(finishedAt),
-		duration, w.plan, envelope, r.StepCount, errText, w.owner)
+		duration, w.plan, envelope, r.StepCount, errText, w.instance, r.Owner)
 	if isConstraint(err, sqlite3.SQLITE_CONSTRAINT_UNIQUE) {
 		return fmt.Errorf("%s: %w", w, ErrExists)
 	}

@@ -1,7 +1,7 @@
 // Package telemetry gives orchestra's runs OpenTelemetry traces and metrics.
 //
-// A [Telemetry] turns the events of the plan engine — the transitions its
-// state machine observers see — into a span per orchestration, per planner
+// A [Telemetry] turns the lifecycle of the plan engine's runs — the
+// orchestrate.Hooks it is given — into a span per orchestration, per planner
 // call and per step, with a span per tool call beneath each step, and into
 // metrics: orchestrations and steps by status, step and plan durations,
 // depth rejections and planner attempts. The trace continues the W3C trace
@@ -26,7 +26,7 @@
 //	defer tel.Shutdown(context.Background())
 //	engine := orchestrate.NewEngine(orchestrate.Options{
 //		Tools:       tel.Tools(catalog),
-//		Observers:   []orchestrate.Observer{tel.Observer()},
+//		Hooks:       tel.Hooks(),
 //		StepContext: tel.StepContext,
 //	})
 //	http.Handle("/metrics", tel.MetricsHandler())

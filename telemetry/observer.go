@@ -10,7 +10,6 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/orchestra-mcp/orchestra/fsm"
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 	"github.com/orchestra-mcp/orchestra/toolcontext"
 )
@@ -40,83 +39,35 @@ type runSpans struct {
 	ctx     context.Context // carries the run's span
 	span    trace.Span
 	planner trace.Span
-	steps   map[string]trace.Span // by step path
-	ended   map[string]bool
+	steps   map[string]trace.Span // the open spans of steps, by step path
 }
 
-// Observer returns the engine observer that makes the spans and metrics of
-// runs. Add it to the engine's options together with [Telemetry.StepContext].
-func (t *Telemetry) Observer() orchestrate.Observer { return t.observe }
-
-func (t *Telemetry) observe(ev orchestrate.Event) {
-	info := ev.Run
-	if info == nil {
-		return
-	}
-	t.mu.Lock()
-	rs := t.runs[info]
-	if rs == nil {
-		rs = t.startRun(info, ev.Transition.At)
-		t.runs[info] = rs
-	}
-	if ev.Transition.Event == orchestrate.EventFinal {
-		delete(t.runs, info)
-	}
-	t.mu.Unlock()
-
-	tr := ev.Transition
-	// The planner's span covers planner_active.
-	if tr.Event == fsm.EventStartPlan {
-		_, sp := t.tracer.Start(rs.ctx, "plan", trace.WithTimestamp(tr.At))
-		t.mu.Lock()
-		rs.planner = sp
-		t.mu.Unlock()
-	} else if tr.From == fsm.StatePlannerActive && tr.To != fsm.StatePlannerActive {
-		t.mu.Lock()
-		sp := rs.planner
-		rs.planner = nil
-		t.mu.Unlock()
-		if sp != nil {
-			if tr.To == fsm.StateFailed {
-				sp.SetStatus(codes.Error, tr.Event)
-			}
-			sp.End(trace.WithTimestamp(tr.At))
-		}
-	}
-
-	switch {
-	case tr.Event == orchestrate.EventFinal:
-		t.finishRun(info, rs, ev.Envelope, tr.At)
-	case tr.Event == orchestrate.EventProgress:
-		if ev.Step != nil && ev.Progress != nil {
-			if sp := rs.stepSpan(t, ev.Step.Path); sp != nil {
-				sp.AddEvent("progress", trace.WithAttributes(
-					attribute.Float64("progress", ev.Progress.Progress), attribute.Float64("total", ev.Progress.Total)))
-			}
-		}
-	case tr.Event == fsm.EventStepStarted && ev.Step != nil:
-		t.startStep(rs, ev.Step)
-	case ev.Step != nil && ended(ev.Step.Status):
-		t.endStep(rs, ev.Step, tr.At)
+// Hooks returns the engine hooks that make the spans and metrics of runs.
+// Give them to the engine together with [Telemetry.StepContext].
+func (t *Telemetry) Hooks() *orchestrate.Hooks {
+	return &orchestrate.Hooks{
+		RunStarted:   t.runStarted,
+		PlanReady:    t.planReady,
+		StepStarted:  t.stepStarted,
+		StepProgress: t.stepProgress,
+		StepEnded:    t.stepEnded,
+		RunFinished:  t.runFinished,
 	}
 }
 
-func (rs *runSpans) stepSpan(t *Telemetry, path string) trace.Span {
+// spans returns the spans of run info; nil if its start was not seen.
+func (t *Telemetry) spans(info *orchestrate.RunInfo) *runSpans {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return rs.steps[path]
+	return t.runs[info]
 }
 
-// ended reports whether a step status is final.
-func ended(status string) bool {
-	return status != orchestrate.StatusRunning && status != orchestrate.StatusPending && status != ""
-}
-
-func (t *Telemetry) startRun(info *orchestrate.RunInfo, at time.Time) *runSpans {
+func (t *Telemetry) runStarted(i orchestrate.RunStartedInfo) {
+	info := i.Run
 	ctx := ContextWithTraceparent(context.Background(), info.Traceparent)
 	start := info.StartedAt
 	if start.IsZero() {
-		start = at
+		start = i.At
 	}
 	ctx, sp := t.tracer.Start(ctx, "orchestrate", trace.WithTimestamp(start), trace.WithAttributes(
 		AttrExecID.String(info.ExecID),
@@ -124,7 +75,28 @@ func (t *Telemetry) startRun(info *orchestrate.RunInfo, at time.Time) *runSpans 
 		AttrSource.String(info.Source),
 		AttrDepth.Int(info.Depth),
 	))
-	return &runSpans{ctx: ctx, span: sp, steps: map[string]trace.Span{}, ended: map[string]bool{}}
+	rs := &runSpans{ctx: ctx, span: sp, steps: map[string]trace.Span{}}
+	if i.Planning {
+		// The planner's span lasts until the plan is ready or the run ends.
+		_, rs.planner = t.tracer.Start(ctx, "plan", trace.WithTimestamp(i.At))
+	}
+	t.mu.Lock()
+	t.runs[info] = rs
+	t.mu.Unlock()
+}
+
+func (t *Telemetry) planReady(i orchestrate.PlanReadyInfo) {
+	rs := t.spans(i.Run)
+	if rs == nil {
+		return
+	}
+	t.mu.Lock()
+	sp := rs.planner
+	rs.planner = nil
+	t.mu.Unlock()
+	if sp != nil {
+		sp.End(trace.WithTimestamp(i.At))
+	}
 }
 
 // parentPath is the path of the group a step belongs to, or "".
@@ -135,7 +107,11 @@ func parentPath(path string) string {
 	return ""
 }
 
-func (t *Telemetry) startStep(rs *runSpans, rec *orchestrate.StepRecord) {
+func (t *Telemetry) stepStarted(i orchestrate.StepStartedInfo) {
+	rs, rec := t.spans(i.Run), i.Step
+	if rs == nil {
+		return
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if _, ok := rs.steps[rec.Path]; ok {
@@ -145,11 +121,10 @@ func (t *Telemetry) startStep(rs *runSpans, rec *orchestrate.StepRecord) {
 	if g, ok := rs.steps[parentPath(rec.Path)]; ok {
 		parent = trace.ContextWithSpan(rs.ctx, g)
 	}
-	start := time.Now()
+	start := i.At
 	if rec.StartedAt != nil {
 		start = *rec.StartedAt
 	}
-	name := "step " + rec.ID
 	attrs := []attribute.KeyValue{
 		AttrStepID.String(rec.ID), AttrStepPath.String(rec.Path), AttrStepType.String(rec.Type),
 		AttrStepExecID.String(rec.ExecID),
@@ -157,19 +132,50 @@ func (t *Telemetry) startStep(rs *runSpans, rec *orchestrate.StepRecord) {
 	if rec.Tool != "" {
 		attrs = append(attrs, AttrTool.String(rec.Tool))
 	}
-	_, sp := t.tracer.Start(parent, name, trace.WithTimestamp(start), trace.WithAttributes(attrs...))
+	_, sp := t.tracer.Start(parent, "step "+rec.ID, trace.WithTimestamp(start), trace.WithAttributes(attrs...))
 	rs.steps[rec.Path] = sp
 }
 
-func (t *Telemetry) endStep(rs *runSpans, rec *orchestrate.StepRecord, at time.Time) {
-	t.mu.Lock()
-	sp, ok := rs.steps[rec.Path]
-	if !ok || rs.ended[rec.Path] {
-		t.mu.Unlock()
+func (t *Telemetry) stepProgress(i orchestrate.StepProgressInfo) {
+	rs := t.spans(i.Run)
+	if rs == nil {
 		return
 	}
-	rs.ended[rec.Path] = true
+	t.mu.Lock()
+	sp := rs.steps[i.Step.Path]
 	t.mu.Unlock()
+	if sp != nil {
+		sp.AddEvent("progress", trace.WithAttributes(
+			attribute.Float64("progress", i.Progress.Progress), attribute.Float64("total", i.Progress.Total)))
+	}
+}
+
+// stepEnded counts every step that ended, skipped ones too, and ends the
+// span of one that started.
+func (t *Telemetry) stepEnded(i orchestrate.StepEndedInfo) {
+	rec := i.Step
+	ctx := context.Background()
+	attrs := []attribute.KeyValue{AttrStatus.String(rec.Status), AttrStepType.String(rec.Type)}
+	if rec.Tool != "" {
+		attrs = append(attrs, AttrTool.String(rec.Tool))
+	}
+	set := metric.WithAttributeSet(attribute.NewSet(attrs...))
+	t.steps.Add(ctx, 1, set)
+	if rec.StartedAt != nil {
+		t.stepDuration.Record(ctx, float64(rec.DurationMS)/1000, set)
+	}
+
+	rs := t.spans(i.Run)
+	if rs == nil {
+		return
+	}
+	t.mu.Lock()
+	sp, ok := rs.steps[rec.Path]
+	delete(rs.steps, rec.Path)
+	t.mu.Unlock()
+	if !ok {
+		return
+	}
 	sp.SetAttributes(AttrStatus.String(rec.Status), AttrAttempts.Int(rec.Attempts))
 	if rec.Error != nil {
 		sp.SetAttributes(AttrErrorCode.String(rec.Error.Code))
@@ -181,39 +187,31 @@ func (t *Telemetry) endStep(rs *runSpans, rec *orchestrate.StepRecord, at time.T
 		}
 		sp.SetStatus(codes.Error, msg)
 	}
-	end := at
+	end := i.At
 	if rec.StartedAt != nil && rec.DurationMS > 0 {
 		end = rec.StartedAt.Add(time.Duration(rec.DurationMS) * time.Millisecond)
 	}
 	sp.End(trace.WithTimestamp(end))
 }
 
-// finishRun ends what is still open (steps of a halted or timed-out plan
-// end without an event of their own), the run's span, and counts the run.
-func (t *Telemetry) finishRun(info *orchestrate.RunInfo, rs *runSpans, env *orchestrate.Envelope, at time.Time) {
+// runFinished ends the run's span (and the planner's, when the run ended
+// without a plan) and counts the run.
+func (t *Telemetry) runFinished(i orchestrate.RunFinishedInfo) {
+	info, env, at := i.Run, i.Envelope, i.At
+	t.mu.Lock()
+	rs := t.runs[info]
+	delete(t.runs, info)
+	t.mu.Unlock()
 	ctx := context.Background()
-	status := orchestrate.StatusFailed
+	status, msg := orchestrate.StatusFailed, orchestrate.StatusFailed
 	if env != nil && env.Artifact != nil {
 		a := env.Artifact
-		status = a.Status
-		var walk func([]*orchestrate.StepRecord)
-		walk = func(recs []*orchestrate.StepRecord) {
-			for _, rec := range recs {
-				walk(rec.Children)
-				t.endStep(rs, rec, at)
-				tool := rec.Tool
-				attrs := []attribute.KeyValue{AttrStatus.String(rec.Status), AttrStepType.String(rec.Type)}
-				if tool != "" {
-					attrs = append(attrs, AttrTool.String(tool))
-				}
-				set := metric.WithAttributeSet(attribute.NewSet(attrs...))
-				t.steps.Add(ctx, 1, set)
-				if rec.StartedAt != nil {
-					t.stepDuration.Record(ctx, float64(rec.DurationMS)/1000, set)
-				}
-			}
+		status, msg = a.Status, a.Status
+		if len(a.Errors) > 0 {
+			msg = a.Errors[0].Code + ": " + a.Errors[0].Message
+		} else if len(a.ValidationErrors) > 0 {
+			msg = "validation: " + a.ValidationErrors[0].Message
 		}
-		walk(a.Steps)
 		for _, e := range a.Errors {
 			if e.Code == orchestrate.CodeDepthExceeded {
 				t.depthRejections.Add(ctx, 1)
@@ -223,32 +221,23 @@ func (t *Telemetry) finishRun(info *orchestrate.RunInfo, rs *runSpans, env *orch
 		if p := a.Planner; p != nil && p.Attempts > 0 {
 			t.plannerAttempts.Add(ctx, int64(p.Attempts), metric.WithAttributes(AttrModel.String(p.Model)))
 		}
-		rs.span.SetAttributes(AttrLeaves.Int(info.Leaves), AttrStatus.String(status))
-		if p := a.Planner; p != nil && p.Model != "" {
-			rs.span.SetAttributes(AttrModel.String(p.Model))
+		if rs != nil {
+			rs.span.SetAttributes(AttrLeaves.Int(info.Leaves), AttrStatus.String(status))
+			if p := a.Planner; p != nil && p.Model != "" {
+				rs.span.SetAttributes(AttrModel.String(p.Model))
+			}
+		}
+	}
+	if rs != nil {
+		if rs.planner != nil {
+			rs.planner.SetStatus(codes.Error, msg)
+			rs.planner.End(trace.WithTimestamp(at))
 		}
 		if status != orchestrate.StatusSuccess {
-			msg := status
-			if len(a.Errors) > 0 {
-				msg = a.Errors[0].Code + ": " + a.Errors[0].Message
-			} else if len(a.ValidationErrors) > 0 {
-				msg = "validation: " + a.ValidationErrors[0].Message
-			}
 			rs.span.SetStatus(codes.Error, msg)
 		}
+		rs.span.End(trace.WithTimestamp(at))
 	}
-	t.mu.Lock()
-	if rs.planner != nil {
-		rs.planner.End(trace.WithTimestamp(at))
-		rs.planner = nil
-	}
-	for path, sp := range rs.steps {
-		if !rs.ended[path] {
-			sp.End(trace.WithTimestamp(at))
-		}
-	}
-	t.mu.Unlock()
-	rs.span.End(trace.WithTimestamp(at))
 	t.orchestrations.Add(ctx, 1, metric.WithAttributes(AttrStatus.String(status), AttrSource.String(info.Source)))
 	t.planDuration.Record(ctx, at.Sub(info.StartedAt).Seconds(), metric.WithAttributes(AttrStatus.String(status)))
 }

@@ -1,6 +1,12 @@
 package toolcontext
 
-import "context"
+import (
+	"context"
+	"encoding/json"
+	"math"
+
+	"github.com/google/uuid"
+)
 
 type (
 	depthKey           struct{}
@@ -54,6 +60,17 @@ func IDsFrom(ctx context.Context) (IDs, bool) {
 	return ids, ok
 }
 
+// EnsureRequestID returns ctx with a request id: the one its IDs carry, or
+// a new one, so that every log line and record of the request carries it.
+func EnsureRequestID(ctx context.Context) context.Context {
+	ids, _ := IDsFrom(ctx)
+	if ids.RequestID != "" {
+		return ctx
+	}
+	ids.RequestID = uuid.NewString()
+	return WithIDs(ctx, ids)
+}
+
 // WithTraceparent returns a context carrying a W3C traceparent header value,
 // to be passed on to downstream servers in the request _meta.
 func WithTraceparent(ctx context.Context, tp string) context.Context {
@@ -74,4 +91,47 @@ const (
 	MetaDepth = "io.github.orchestra-mcp/depth"
 	// MetaTraceparent holds a W3C traceparent header value.
 	MetaTraceparent = "traceparent"
+)
+
+// FromMeta returns ctx with the depth and traceparent that an incoming
+// request's _meta carries (MetaDepth, MetaTraceparent). A depth lower than
+// the one ctx already has is ignored: a caller can never reset it.
+func FromMeta(ctx context.Context, meta map[string]any) context.Context {
+	if d, ok := metaInt(meta[MetaDepth]); ok && d > Depth(ctx) {
+		ctx = WithDepth(ctx, d)
+	}
+	if tp, ok := meta[MetaTraceparent].(string); ok && tp != "" {
+		ctx = WithTraceparent(ctx, tp)
+	}
+	return ctx
+}
+
+func metaInt(v any) (int, bool) {
+	switch v := v.(type) {
+	case float64:
+		if v >= 0 && v <= math.MaxInt32 && v == math.Trunc(v) {
+			return int(v), true
+		}
+	case json.Number:
+		n, err := v.Int64()
+		if err == nil && n >= 0 && n <= math.MaxInt32 {
+			return int(n), true
+		}
+	case int:
+		return v, v >= 0
+	case int64:
+		return int(v), v >= 0
+	}
+	return 0, false
+}
+
+// HTTP headers that carry the same context on requests a plan makes with
+// http_request, so that a plan that calls an orchestra over HTTP (itself,
+// or another that calls it back) still counts its depth.
+const (
+	// HeaderDepth holds the orchestration depth (a decimal number) of the
+	// caller.
+	HeaderDepth = "Orchestra-Depth"
+	// HeaderTraceparent holds a W3C traceparent value.
+	HeaderTraceparent = "Traceparent"
 )

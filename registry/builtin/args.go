@@ -1,17 +1,18 @@
 package builtin
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
 	"math/big"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/orchestra-mcp/orchestra/internal/bytesize"
 	"github.com/orchestra-mcp/orchestra/registry"
 )
 
@@ -182,6 +183,13 @@ func normalizeJSON(v any) (any, error) {
 	return normalizeJSON(out)
 }
 
+// decodeJSON decodes data into v with numbers as json.Number.
+func decodeJSON(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	return dec.Decode(v)
+}
+
 // jsonResult returns a result whose structured content is out, with out as
 // JSON in its text content.
 func jsonResult(out map[string]any) *registry.Result {
@@ -218,12 +226,4 @@ func schemaFor[T any]() *jsonschema.Schema {
 }
 
 // formatBytes renders a byte count for messages.
-func formatBytes(n int64) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return strconv.FormatInt(n>>20, 10) + " MiB"
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return strconv.FormatInt(n>>10, 10) + " KiB"
-	}
-	return strconv.FormatInt(n, 10) + " bytes"
-}
+func formatBytes(n int64) string { return bytesize.Format(n) }

@@ -20,6 +20,9 @@ const (
 	DefaultJQMaxResults      = 10000
 	DefaultJQMaxMemoryBytes  = 128 << 20
 	DefaultRenderOutputBytes = 1 << 20
+	DefaultRenderTimeout     = 2 * time.Second
+	DefaultRenderMemoryBytes = 128 << 20
+	DefaultWorkers           = 4
 	DefaultHTTPTimeout       = 30 * time.Second
 	DefaultHTTPMaxResponse   = 4 << 20
 	DefaultHTTPMaxRedirects  = 5
@@ -34,19 +37,25 @@ type Config struct {
 	HTTP HTTPConfig `json:"http_request" yaml:"http_request"`
 	// Render configures render.
 	Render RenderConfig `json:"render" yaml:"render"`
+	// Workers caps the worker processes that run json_query and render
+	// evaluations at once (for each memory budget); an evaluation beyond
+	// them waits for one. Default 4.
+	Workers int `json:"workers,omitempty" yaml:"workers,omitempty"`
 }
 
 // JQConfig configures json_query.
 type JQConfig struct {
-	// Timeout bounds one run of a jq program. Default 2s.
+	// Timeout is the CPU time one run of a jq program may use. Default
+	// 2s. (The step's own timeout bounds its wall time.)
 	Timeout Duration `json:"timeout,omitempty" yaml:"timeout,omitempty"`
 	// MaxOutputBytes caps the JSON size of all results together. Default 1 MiB.
 	MaxOutputBytes int `json:"max_output_bytes,omitempty" yaml:"max_output_bytes,omitempty"`
 	// MaxResults caps how many values a program may emit. Default 10000.
 	MaxResults int `json:"max_results,omitempty" yaml:"max_results,omitempty"`
-	// MaxMemoryBytes stops a program when the heap grows by more than this
-	// while it runs (a program that doubles a string 40 times would
-	// otherwise take gigabytes before its timeout). Default 128 MiB.
+	// MaxMemoryBytes is the memory a program may use: past it the worker
+	// process running it dies of its address-space limit and the call
+	// fails (a program that doubles a string 40 times would otherwise
+	// take gigabytes). Default 128 MiB.
 	MaxMemoryBytes int64 `json:"max_memory_bytes,omitempty" yaml:"max_memory_bytes,omitempty"`
 }
 
@@ -84,15 +93,21 @@ type HTTPConfig struct {
 type RenderConfig struct {
 	// MaxOutputBytes caps the rendered text. Default 1 MiB.
 	MaxOutputBytes int `json:"max_output_bytes,omitempty" yaml:"max_output_bytes,omitempty"`
+	// Timeout is the CPU time one rendering may use. Default 2s.
+	Timeout Duration `json:"timeout,omitempty" yaml:"timeout,omitempty"`
+	// MaxMemoryBytes is the memory one rendering may use, as
+	// json_query.max_memory_bytes. Default 128 MiB.
+	MaxMemoryBytes int64 `json:"max_memory_bytes,omitempty" yaml:"max_memory_bytes,omitempty"`
 }
 
 // DefaultConfig returns the configuration with every default filled in.
 // http_request is off in it: it has no allowed hosts.
 func DefaultConfig() Config {
 	return Config{
-		JQ:     JQConfig{}.withDefaults(),
-		HTTP:   HTTPConfig{}.withDefaults(),
-		Render: RenderConfig{}.withDefaults(),
+		JQ:      JQConfig{}.withDefaults(),
+		HTTP:    HTTPConfig{}.withDefaults(),
+		Render:  RenderConfig{}.withDefaults(),
+		Workers: DefaultWorkers,
 	}
 }
 
@@ -129,13 +144,26 @@ func (c RenderConfig) withDefaults() RenderConfig {
 	if c.MaxOutputBytes <= 0 {
 		c.MaxOutputBytes = DefaultRenderOutputBytes
 	}
+	if c.Timeout <= 0 {
+		c.Timeout = Duration(DefaultRenderTimeout)
+	}
+	if c.MaxMemoryBytes <= 0 {
+		c.MaxMemoryBytes = DefaultRenderMemoryBytes
+	}
 	return c
 }
 
 // Tools returns the built-in tools configured by cfg: json_query, render,
 // and http_request when cfg.HTTP.AllowedHosts is not empty.
 func Tools(cfg Config) []registry.Tool {
-	tools := []registry.Tool{JSONQuery(cfg.JQ), Render(cfg.Render)}
+	if cfg.Workers <= 0 {
+		cfg.Workers = DefaultWorkers
+	}
+	jq, render := cfg.JQ.withDefaults(), cfg.Render.withDefaults()
+	tools := []registry.Tool{
+		jsonQueryTool(jq, newEvaluator(jq.MaxMemoryBytes, cfg.Workers)),
+		renderTool(render, newEvaluator(render.MaxMemoryBytes, cfg.Workers)),
+	}
 	if len(cfg.HTTP.AllowedHosts) > 0 {
 		tools = append(tools, HTTPRequest(cfg.HTTP))
 	}

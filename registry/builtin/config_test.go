@@ -8,20 +8,20 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	yamlv4 "go.yaml.in/yaml/v4"
-	yamlv3 "gopkg.in/yaml.v3"
 )
 
 func TestDefaultConfig(t *testing.T) {
 	want := Config{
-		JQ:     JQConfig{Timeout: Duration(2 * time.Second), MaxOutputBytes: 1 << 20, MaxResults: 10000, MaxMemoryBytes: 128 << 20},
-		HTTP:   HTTPConfig{Timeout: Duration(30 * time.Second), MaxResponseBytes: 4 << 20, MaxRedirects: 5},
-		Render: RenderConfig{MaxOutputBytes: 1 << 20},
+		JQ:      JQConfig{Timeout: Duration(2 * time.Second), MaxOutputBytes: 1 << 20, MaxResults: 10000, MaxMemoryBytes: 128 << 20},
+		HTTP:    HTTPConfig{Timeout: Duration(30 * time.Second), MaxResponseBytes: 4 << 20, MaxRedirects: 5},
+		Render:  RenderConfig{MaxOutputBytes: 1 << 20, Timeout: Duration(2 * time.Second), MaxMemoryBytes: 128 << 20},
+		Workers: 4,
 	}
 	if diff := cmp.Diff(want, DefaultConfig()); diff != "" {
 		t.Errorf("DefaultConfig() (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff(want, Config{
-		JQ: JQConfig{}.withDefaults(), HTTP: HTTPConfig{}.withDefaults(), Render: RenderConfig{}.withDefaults(),
+		JQ: JQConfig{}.withDefaults(), HTTP: HTTPConfig{}.withDefaults(), Render: RenderConfig{}.withDefaults(), Workers: DefaultWorkers,
 	}); diff != "" {
 		t.Errorf("zero fields do not fall back to the defaults (-want +got):\n%s", diff)
 	}
@@ -79,9 +79,6 @@ var wantDecodedConfig = Config{
 func TestConfigDecode(t *testing.T) {
 	decoders := map[string]func() (Config, error){
 		"json": func() (c Config, err error) { return c, json.Unmarshal([]byte(configJSON), &c) },
-		"yaml.v3": func() (c Config, err error) {
-			return c, yamlv3.Unmarshal([]byte(configYAML), &c)
-		},
 		"yaml/v4": func() (c Config, err error) {
 			return c, yamlv4.Unmarshal([]byte(configYAML), &c)
 		},
@@ -161,7 +158,7 @@ func TestDurationDecode(t *testing.T) {
 		}
 	}
 	var d Duration
-	if err := yamlv3.Unmarshal([]byte("[1]"), &d); err == nil || !strings.Contains(err.Error(), "invalid duration") {
+	if err := yamlv4.Unmarshal([]byte("[1]"), &d); err == nil || !strings.Contains(err.Error(), "invalid duration") {
 		t.Errorf("YAML sequence as a duration: got %v", err)
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/orchestra-mcp/orchestra/registry"
+	"github.com/orchestra-mcp/orchestra/toolcontext"
 )
 
 // httpInput documents the arguments of http_request.
@@ -41,7 +42,7 @@ type httpOutput struct {
 	Status       int               `json:"status" jsonschema:"The HTTP status code. 4xx and 5xx are results, not failures: check it."`
 	Headers      map[string]string `json:"headers" jsonschema:"Response headers with lower-case names (e.g. content-type); repeated headers are joined with \", \"."`
 	Body         string            `json:"body" jsonschema:"The response body as text (base64 when body_encoding is base64)."`
-	BodyEncoding string            `json:"body_encoding" jsonschema:"utf-8, or base64 when the body is not valid UTF-8 text."`
+	BodyEncoding string            `json:"body_encoding" jsonschema:"utf-8, or base64 when the body is not UTF-8 text or holds NUL bytes (binary data)."`
 	JSON         any               `json:"json" jsonschema:"The body parsed as JSON when the response is JSON (content-type application/json or +json) and not truncated; otherwise null."`
 	Truncated    bool              `json:"truncated" jsonschema:"True when the body was longer than the configured limit and was cut."`
 	URL          string            `json:"url" jsonschema:"The final URL, after redirects."`
@@ -107,15 +108,22 @@ func newHTTPTool(cfg HTTPConfig, exempt func(netip.AddrPort) bool) *httpTool {
 	if exempt == nil {
 		exempt = cfg.AllowAddr
 	}
-	if !cfg.AllowPrivateNetworks {
-		dialer.ControlContext = func(ctx context.Context, network, address string, c syscall.RawConn) error {
-			if exempt != nil {
-				if ap, err := netip.ParseAddrPort(address); err == nil && exempt(ap) {
-					return nil
-				}
-			}
-			return guardDial(ctx, network, address, c)
+	own := hostAddrs
+	dialer.ControlContext = func(_ context.Context, _, address string, _ syscall.RawConn) error {
+		ap, err := netip.ParseAddrPort(address)
+		if err != nil {
+			return &blockedAddrError{addr: address, reason: "unparsable address"}
 		}
+		if exempt != nil && exempt(ap) {
+			return nil
+		}
+		if selfAddr(ap, own) {
+			return &selfError{addr: ap.String()}
+		}
+		if cfg.AllowPrivateNetworks {
+			return nil
+		}
+		return guardDial(address, own)
 	}
 	transport := &http.Transport{
 		// No proxy: a proxy would be the address dialed, and the guard
@@ -192,6 +200,12 @@ func (h *httpTool) call(ctx context.Context, args map[string]any) (*registry.Res
 	if err != nil {
 		return nil, err
 	}
+	// The orchestration context goes along, whatever the plan's headers
+	// say: an orchestra that receives the request counts from this depth.
+	req.Header.Set(toolcontext.HeaderDepth, strconv.Itoa(toolcontext.Depth(ctx)))
+	if tp, ok := toolcontext.TraceparentFrom(ctx); ok {
+		req.Header.Set(toolcontext.HeaderTraceparent, tp)
+	}
 	reqCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req = req.WithContext(reqCtx)
@@ -233,7 +247,10 @@ func (h *httpTool) call(ctx context.Context, args map[string]any) (*registry.Res
 			body = body[:len(body)-1]
 		}
 	}
-	if utf8.Valid(body) {
+	// Text is sent as it is; bytes that are not UTF-8, or that hold NUL
+	// (binary data, or a decompression bomb of zeros, which JSON would
+	// escape to six times its size), as base64.
+	if utf8.Valid(body) && bytes.IndexByte(body, 0) < 0 {
 		out["body"] = string(body)
 	} else {
 		out["body"] = base64.StdEncoding.EncodeToString(body)
@@ -265,12 +282,15 @@ func isJSONContentType(ct string) bool {
 // else may work on a retry.
 func (h *httpTool) transportError(ctx context.Context, req *http.Request, timeout time.Duration, err error) error {
 	var (
+		self     *selfError
 		blocked  *blockedAddrError
 		host     *hostNotAllowedError
 		limit    *redirectLimitError
 		redirect *badRedirectError
 	)
 	switch {
+	case errors.As(err, &self):
+		return argErrorf("http_request: %s %s: %v", req.Method, req.URL.Redacted(), self)
 	case errors.As(err, &blocked):
 		return argErrorf("http_request: %s %s: %v", req.Method, req.URL.Redacted(), blocked)
 	case errors.As(err, &host):

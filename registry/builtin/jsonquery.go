@@ -8,12 +8,9 @@ import (
 	"math"
 	"math/big"
 	"regexp"
-	"runtime/metrics"
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
-	"time"
 	"unicode/utf8"
 
 	"github.com/itchyny/gojq"
@@ -51,9 +48,13 @@ Limits: no input/inputs, no $ENV/env, no modules. A program that runs too long, 
 var jqVarName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // JSONQuery returns the json_query tool, which runs a jq program over a JSON
-// value under cfg's time and size limits.
+// value under cfg's time, memory and size limits.
 func JSONQuery(cfg JQConfig) registry.Tool {
 	cfg = cfg.withDefaults()
+	return jsonQueryTool(cfg, newEvaluator(cfg.MaxMemoryBytes, DefaultWorkers))
+}
+
+func jsonQueryTool(cfg JQConfig, ev *evaluator) registry.Tool {
 	in := schemaFor[jqInput]()
 	out := schemaFor[jqOutput]()
 	out.Properties["results"].Types = nil
@@ -73,7 +74,7 @@ func JSONQuery(cfg JQConfig) registry.Tool {
 		},
 		Source: Source,
 		Call: func(ctx context.Context, req *registry.CallRequest) (*registry.Result, error) {
-			res, err := runJSONQuery(ctx, cfg, req.Arguments)
+			res, err := runJSONQuery(ctx, cfg, ev, req.Arguments)
 			if r, ok := toolError(err); ok {
 				return r, nil
 			}
@@ -82,8 +83,74 @@ func JSONQuery(cfg JQConfig) registry.Tool {
 	}
 }
 
-func runJSONQuery(ctx context.Context, cfg JQConfig, args map[string]any) (*registry.Result, error) {
+// jqJob is what json_query sends to its evaluator, which answers with the
+// JSON array of the program's results.
+type jqJob struct {
+	Args           map[string]any `json:"args"`
+	MaxOutputBytes int            `json:"max_output_bytes"`
+	MaxResults     int            `json:"max_results"`
+}
+
+func runJSONQuery(ctx context.Context, cfg JQConfig, ev *evaluator, args map[string]any) (*registry.Result, error) {
+	payload, err := json.Marshal(jqJob{Args: args, MaxOutputBytes: cfg.MaxOutputBytes, MaxResults: cfg.MaxResults})
+	if err != nil {
+		return nil, argErrorf("json_query: the arguments are not JSON: %v", err)
+	}
+	// The results' size is checked in the evaluator; a reply several
+	// times larger is an evaluator that went wrong.
+	reply, err := ev.run(ctx, "json_query", cfg.Timeout.D(), payload, 8*cfg.MaxOutputBytes+maxEvalError)
+	if err != nil {
+		return nil, evalFailure(ctx, "json_query", err,
+			"the program needed more than %s of memory (json_query.max_memory_bytes in the config file); "+
+				"it builds values that are too large: bound them with limit(n; ...), .[:n] or first(...)",
+			"the program did not finish within %s of CPU time (json_query.timeout in the config file); "+
+				"it probably never ends: check repeat, recurse, while, until and range bounds, and bound the output with first(...) or limit(n; ...)")
+	}
+	var decoded any
+	if err := decodeJSON(reply, &decoded); err != nil {
+		return nil, fmt.Errorf("json_query: the evaluator's reply does not decode: %w", err)
+	}
+	results, err := normalizeJSON(decoded)
+	if err != nil {
+		return nil, fmt.Errorf("json_query: the evaluator's reply: %w", err)
+	}
+	list, _ := results.([]any)
+	if list == nil {
+		list = []any{}
+	}
+	var result any
+	switch len(list) {
+	case 0:
+	case 1:
+		result = list[0]
+	default:
+		result = list
+	}
+	return jsonResult(map[string]any{
+		"result":  result,
+		"results": list,
+		"count":   len(list),
+	}), nil
+}
+
+// evalJSONQuery is json_query's evaluation: a jqJob in, the JSON array of
+// the program's results out.
+func evalJSONQuery(ctx context.Context, payload []byte) ([]byte, error) {
+	var job jqJob
+	if err := decodeJSON(payload, &job); err != nil {
+		return nil, fmt.Errorf("json_query: decoding the job: %w", err)
+	}
+	results, err := queryJSON(ctx, job)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(results)
+}
+
+// queryJSON checks the arguments of job, compiles its program and runs it.
+func queryJSON(ctx context.Context, job jqJob) ([]any, error) {
 	const tool = "json_query"
+	args := job.Args
 	if err := checkKeys(tool, args, "query", "input", "vars"); err != nil {
 		return nil, err
 	}
@@ -128,54 +195,7 @@ func runJSONQuery(ctx context.Context, cfg JQConfig, args map[string]any) (*regi
 	if err != nil {
 		return nil, err
 	}
-
-	runCtx, cancel := context.WithTimeout(ctx, cfg.Timeout.D())
-	defer cancel()
-	done := make(chan jqRun, 1)
-	go func() {
-		// A panic here would escape Invoke's recover, which guards only the
-		// calling goroutine.
-		defer func() {
-			if v := recover(); v != nil {
-				done <- jqRun{err: fmt.Errorf("json_query: the jq engine panicked: %v", v)}
-			}
-		}()
-		done <- execJQ(runCtx, code, input, values, cfg)
-	}()
-	overMemory := watchHeap(runCtx, cfg.MaxMemoryBytes, cancel)
-	var run jqRun
-	select {
-	case run = <-done:
-	case <-runCtx.Done():
-		run.err = runCtx.Err()
-	}
-	if overMemory() {
-		return nil, argErrorf("json_query: the program used more than %s of memory (json_query.max_memory_bytes in the config file); "+
-			"it builds values that are too large: bound them with limit(n; ...), .[:n] or first(...)", formatBytes(cfg.MaxMemoryBytes))
-	}
-	if run.err != nil {
-		if errors.Is(run.err, context.DeadlineExceeded) || errors.Is(run.err, context.Canceled) {
-			if err := ctx.Err(); err != nil {
-				return nil, fmt.Errorf("json_query: %w", err)
-			}
-			return nil, argErrorf("json_query: the program did not finish within %s (json_query.timeout in the config file); "+
-				"it probably never ends: check repeat, recurse, while, until and range bounds, and bound the output with first(...) or limit(n; ...)", cfg.Timeout)
-		}
-		return nil, run.err
-	}
-	var result any
-	switch len(run.results) {
-	case 0:
-	case 1:
-		result = run.results[0]
-	default:
-		result = run.results
-	}
-	return jsonResult(map[string]any{
-		"result":  result,
-		"results": run.results,
-		"count":   len(run.results),
-	}), nil
+	return execJQ(ctx, code, input, values, job)
 }
 
 func compileJQ(src string, varNames []string) (*gojq.Code, error) {
@@ -229,15 +249,10 @@ func jqLocation(src string, offset int) string {
 	return fmt.Sprintf("at line %d, column %d, after %q", line, col, near)
 }
 
-type jqRun struct {
-	results []any
-	err     error
-}
-
-// execJQ runs code, stopping at cfg's result and size caps.
-func execJQ(ctx context.Context, code *gojq.Code, input any, values []any, cfg JQConfig) jqRun {
+// execJQ runs code, stopping at job's result and size caps.
+func execJQ(ctx context.Context, code *gojq.Code, input any, values []any, job jqJob) ([]any, error) {
 	results := []any{}
-	budget := cfg.MaxOutputBytes
+	budget := job.MaxOutputBytes
 	iter := code.RunWithContext(ctx, input, values...)
 	for {
 		v, ok := iter.Next()
@@ -250,26 +265,26 @@ func execJQ(ctx context.Context, code *gojq.Code, input any, values []any, cfg J
 				break
 			}
 			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-				return jqRun{err: err}
+				return nil, err
 			}
 			if errors.As(err, &halt) {
-				return jqRun{err: argErrorf("json_query: the program stopped with halt_error: %s", jqValueString(halt.Value()))}
+				return nil, argErrorf("json_query: the program stopped with halt_error: %s", jqValueString(halt.Value()))
 			}
-			return jqRun{err: argErrorf("json_query: the program failed after %d result(s): %v", len(results), err)}
+			return nil, argErrorf("json_query: the program failed after %d result(s): %v", len(results), err)
 		}
-		if len(results) == cfg.MaxResults {
-			return jqRun{err: argErrorf("json_query: the program emitted more than %d values (json_query.max_results in the config file); "+
-				"bound it with first(...), limit(n; ...) or [...] | .[:n], or aggregate with length, add or group_by", cfg.MaxResults)}
+		if len(results) == job.MaxResults {
+			return nil, argErrorf("json_query: the program emitted more than %d values (json_query.max_results in the config file); "+
+				"bound it with first(...), limit(n; ...) or [...] | .[:n], or aggregate with length, add or group_by", job.MaxResults)
 		}
 		n := jsonSize(v, budget)
 		if n > budget {
-			return jqRun{err: argErrorf("json_query: the results exceed %s of JSON (json_query.max_output_bytes in the config file); "+
-				"select fewer fields or fewer values (e.g. map({id, name}) or .[:10])", formatBytes(int64(cfg.MaxOutputBytes)))}
+			return nil, argErrorf("json_query: the results exceed %s of JSON (json_query.max_output_bytes in the config file); "+
+				"select fewer fields or fewer values (e.g. map({id, name}) or .[:10])", formatBytes(int64(job.MaxOutputBytes)))
 		}
 		budget -= n
 		results = append(results, sanitizeJQ(v))
 	}
-	return jqRun{results: results}
+	return results, nil
 }
 
 func jqValueString(v any) string {
@@ -367,45 +382,3 @@ func stringSize(s string) int {
 func boolPtr(b bool) *bool { return &b }
 
 func jsonschemaPtr(n int) *int { return &n }
-
-// heapBytes reads the bytes of live and not yet swept heap objects.
-func heapBytes() uint64 {
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	metrics.Read(sample)
-	if sample[0].Value.Kind() != metrics.KindUint64 {
-		return 0
-	}
-	return sample[0].Value.Uint64()
-}
-
-// heapWatchEvery is how often watchHeap samples the heap.
-const heapWatchEvery = 5 * time.Millisecond
-
-// watchHeap calls stop when the heap grows by more than limit bytes before
-// ctx is done. The heap is the whole process's, so the bound is a guard
-// against programs that explode, not an exact account. The returned func
-// reports whether stop was called for that reason.
-func watchHeap(ctx context.Context, limit int64, stop func()) func() bool {
-	var over atomic.Bool
-	if limit <= 0 {
-		return over.Load
-	}
-	base := heapBytes()
-	go func() {
-		t := time.NewTicker(heapWatchEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if now := heapBytes(); now > base && now-base > uint64(limit) {
-					over.Store(true)
-					stop()
-					return
-				}
-			}
-		}
-	}()
-	return over.Load
-}

@@ -1,12 +1,14 @@
 package builtin
 
 import (
-	"context"
 	"fmt"
+	"net"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
-	"syscall"
+	"sync"
+	"time"
 )
 
 // blockedAddrError is a connection refused because the address is not on
@@ -21,32 +23,64 @@ func (e *blockedAddrError) Error() string {
 		"set http_request.allow_private_networks to true in the config file to allow them", e.addr, e.reason)
 }
 
-// nonPublic lists the address ranges refused unless private networks are
-// allowed, beyond what netip.Addr's predicates cover.
-var nonPublic = []struct {
+// specialPurpose lists the address blocks of the IANA IPv4 and IPv6
+// Special-Purpose Address Registries that are not globally reachable, with
+// multicast, and the reason a connection to each is refused. A few blocks
+// the registries mark globally reachable are refused too, being within
+// blocks that are not: 192.0.0.0/24 whole (its anycast entries are meant
+// for the local network's gateway), and 2001::/23 whole (Teredo among
+// them). IPv6 beyond these is refused outside the global unicast space
+// 2000::/3. The first block that holds an address names it.
+var specialPurpose = []struct {
 	prefix netip.Prefix
 	reason string
 }{
-	{netip.MustParsePrefix("0.0.0.0/8"), "\"this network\" address"},
-	{netip.MustParsePrefix("100.64.0.0/10"), "carrier-grade NAT address"},
-	{netip.MustParsePrefix("192.0.0.0/24"), "IETF protocol address"},
-	{netip.MustParsePrefix("198.18.0.0/15"), "benchmarking address"},
-	{netip.MustParsePrefix("240.0.0.0/4"), "reserved address"},
-	{netip.MustParsePrefix("100::/64"), "discard-only address"},
-	{netip.MustParsePrefix("64:ff9b:1::/48"), "local NAT64 address"},
-	{netip.MustParsePrefix("fec0::/10"), "site-local address"},
+	{netip.MustParsePrefix("0.0.0.0/32"), "unspecified address (0.0.0.0)"},
+	{netip.MustParsePrefix("0.0.0.0/8"), `"this network" address (0.0.0.0/8)`},
+	{netip.MustParsePrefix("10.0.0.0/8"), "private address (10.0.0.0/8)"},
+	{netip.MustParsePrefix("100.64.0.0/10"), "carrier-grade NAT address (100.64.0.0/10)"},
+	{netip.MustParsePrefix("127.0.0.0/8"), "loopback address (127.0.0.0/8)"},
+	{netip.MustParsePrefix("169.254.0.0/16"), "link-local address (169.254.0.0/16, where cloud metadata lives)"},
+	{netip.MustParsePrefix("172.16.0.0/12"), "private address (172.16.0.0/12)"},
+	{netip.MustParsePrefix("192.0.0.0/24"), "IETF protocol address (192.0.0.0/24)"},
+	{netip.MustParsePrefix("192.0.2.0/24"), "documentation address (192.0.2.0/24)"},
+	{netip.MustParsePrefix("192.88.99.0/24"), "6to4 relay anycast address (192.88.99.0/24)"},
+	{netip.MustParsePrefix("192.168.0.0/16"), "private address (192.168.0.0/16)"},
+	{netip.MustParsePrefix("198.18.0.0/15"), "benchmarking address (198.18.0.0/15)"},
+	{netip.MustParsePrefix("198.51.100.0/24"), "documentation address (198.51.100.0/24)"},
+	{netip.MustParsePrefix("203.0.113.0/24"), "documentation address (203.0.113.0/24)"},
+	{netip.MustParsePrefix("224.0.0.0/4"), "multicast address (224.0.0.0/4)"},
+	{netip.MustParsePrefix("240.0.0.0/4"), "reserved address (240.0.0.0/4, the broadcast address included)"},
+
+	{netip.MustParsePrefix("::/128"), "unspecified address (::)"},
+	{netip.MustParsePrefix("::1/128"), "loopback address (::1)"},
+	{netip.MustParsePrefix("64:ff9b:1::/48"), "local IPv4/IPv6 translation address (64:ff9b:1::/48)"},
+	{netip.MustParsePrefix("100::/64"), "discard-only address (100::/64)"},
+	{netip.MustParsePrefix("100:0:0:1::/64"), "dummy address (100:0:0:1::/64)"},
+	{netip.MustParsePrefix("2001::/23"), "IETF protocol address (2001::/23, Teredo and benchmarking included)"},
+	{netip.MustParsePrefix("2001:db8::/32"), "documentation address (2001:db8::/32)"},
+	{netip.MustParsePrefix("3fff::/20"), "documentation address (3fff::/20)"},
+	{netip.MustParsePrefix("5f00::/16"), "segment routing address (5f00::/16)"},
+	{netip.MustParsePrefix("fc00::/7"), "unique local (private) address (fc00::/7)"},
+	{netip.MustParsePrefix("fe80::/10"), "link-local address (fe80::/10)"},
+	{netip.MustParsePrefix("fec0::/10"), "site-local address (fec0::/10)"},
+	{netip.MustParsePrefix("ff00::/8"), "multicast address (ff00::/8)"},
 }
 
 var (
-	nat64     = netip.MustParsePrefix("64:ff9b::/96")
-	sixToFour = netip.MustParsePrefix("2002::/16")
+	nat64         = netip.MustParsePrefix("64:ff9b::/96")
+	sixToFour     = netip.MustParsePrefix("2002::/16")
+	globalUnicast = netip.MustParsePrefix("2000::/3")
 )
 
 // classifyAddr returns why a connection to ip must be refused, or "" if ip
-// is a public address.
+// is a public address. IPv6 forms that embed an IPv4 address (mapped,
+// NAT64, 6to4) are judged by that address.
 func classifyAddr(ip netip.Addr) string {
 	ip = ip.Unmap().WithZone("")
-	// IPv6 forms that embed an IPv4 address are judged by that address.
+	if !ip.IsValid() {
+		return "invalid address"
+	}
 	if ip.Is6() && nat64.Contains(ip) {
 		b := ip.As16()
 		return classifyAddr(netip.AddrFrom4([4]byte(b[12:16])))
@@ -55,33 +89,22 @@ func classifyAddr(ip netip.Addr) string {
 		b := ip.As16()
 		return classifyAddr(netip.AddrFrom4([4]byte(b[2:6])))
 	}
-	switch {
-	case !ip.IsValid():
-		return "invalid address"
-	case ip.IsUnspecified():
-		return "unspecified address"
-	case ip.IsLoopback():
-		return "loopback address"
-	case ip.IsPrivate():
-		return "private address"
-	case ip.IsLinkLocalUnicast():
-		return "link-local address"
-	case ip.IsMulticast(), ip.IsLinkLocalMulticast(), ip.IsInterfaceLocalMulticast():
-		return "multicast address"
-	}
-	for _, n := range nonPublic {
+	for _, n := range specialPurpose {
 		if n.prefix.Contains(ip) {
 			return n.reason
 		}
+	}
+	if ip.Is6() && !globalUnicast.Contains(ip) {
+		return "reserved IPv6 address (outside the global unicast space 2000::/3)"
 	}
 	return ""
 }
 
 // guardDial is a net.Dialer ControlContext that refuses non-public
-// addresses. It runs after name resolution, on the address actually dialed,
-// so host names resolving to private addresses and redirects to them are
-// refused too.
-func guardDial(_ context.Context, network, address string, _ syscall.RawConn) error {
+// addresses and this host's own. It runs after name resolution, on the
+// address actually dialed, so host names resolving to private addresses
+// and redirects to them are refused too.
+func guardDial(address string, own func() []netip.Addr) error {
 	ap, err := netip.ParseAddrPort(address)
 	if err != nil {
 		return &blockedAddrError{addr: address, reason: "unparsable address"}
@@ -89,7 +112,102 @@ func guardDial(_ context.Context, network, address string, _ syscall.RawConn) er
 	if reason := classifyAddr(ap.Addr()); reason != "" {
 		return &blockedAddrError{addr: ap.Addr().String(), reason: reason}
 	}
+	addr := ap.Addr().Unmap().WithZone("")
+	for _, a := range own() {
+		if a == addr {
+			return &blockedAddrError{addr: addr.String(), reason: "an address of this host's own network interfaces"}
+		}
+	}
 	return nil
+}
+
+// hostAddrs returns this host's own addresses; tests replace it.
+var hostAddrs = interfaceAddrs
+
+// interfaceAddrs returns the addresses of this host's network interfaces,
+// read again at most once every few seconds.
+func interfaceAddrs() []netip.Addr {
+	ownAddrs.mu.Lock()
+	defer ownAddrs.mu.Unlock()
+	if time.Since(ownAddrs.read) < 5*time.Second {
+		return ownAddrs.addrs
+	}
+	ownAddrs.read = time.Now()
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return ownAddrs.addrs
+	}
+	var own []netip.Addr // a new slice: callers may hold the old one
+	for _, a := range addrs {
+		if p, err := netip.ParsePrefix(a.String()); err == nil {
+			own = append(own, p.Addr().Unmap().WithZone(""))
+		}
+	}
+	ownAddrs.addrs = own
+	return own
+}
+
+var ownAddrs struct {
+	mu    sync.Mutex
+	read  time.Time
+	addrs []netip.Addr
+}
+
+// Listening records that this process serves orchestra on addr (a
+// listener's address): http_request refuses to connect to it, whether
+// private networks are allowed or not, so that a plan cannot send a
+// request to its own server. Call the returned func when the listener
+// closes.
+func Listening(addr net.Addr) (forget func()) {
+	ap, err := netip.ParseAddrPort(addr.String())
+	if err != nil {
+		return func() {}
+	}
+	ap = netip.AddrPortFrom(ap.Addr().Unmap().WithZone(""), ap.Port())
+	listeners.mu.Lock()
+	listeners.addrs = append(listeners.addrs, ap)
+	listeners.mu.Unlock()
+	return func() {
+		listeners.mu.Lock()
+		defer listeners.mu.Unlock()
+		if i := slices.Index(listeners.addrs, ap); i >= 0 {
+			listeners.addrs = slices.Delete(listeners.addrs, i, i+1)
+		}
+	}
+}
+
+var listeners struct {
+	mu    sync.Mutex
+	addrs []netip.AddrPort
+}
+
+// selfAddr reports whether dialing target reaches one of this process's
+// listeners: the same address and port, or, for a listener on all
+// addresses, a loopback or interface address of this host at its port.
+func selfAddr(target netip.AddrPort, own func() []netip.Addr) bool {
+	listeners.mu.Lock()
+	addrs := slices.Clone(listeners.addrs)
+	listeners.mu.Unlock()
+	ip := target.Addr().Unmap().WithZone("")
+	for _, l := range addrs {
+		if l.Port() != target.Port() {
+			continue
+		}
+		if l.Addr() == ip {
+			return true
+		}
+		if l.Addr().IsUnspecified() && (ip.IsLoopback() || ip.IsUnspecified() || slices.Contains(own(), ip)) {
+			return true
+		}
+	}
+	return false
+}
+
+// selfError is a request to this process's own listener.
+type selfError struct{ addr string }
+
+func (e *selfError) Error() string {
+	return fmt.Sprintf("refusing to connect to %s: it is this orchestra server's own address, and a plan may not call its own server", e.addr)
 }
 
 // hostMatcher decides whether a URL host is in the allow list.

@@ -42,9 +42,13 @@ Example: template "Report for {{.user}}:\n{{range .items}}- {{.name}} ({{.stars}
 Output: {"text": "..."}. The text is capped in size; a template that produces more stops with an error.`
 
 // Render returns the render tool, which renders a Go text/template with
-// values, stopping at cfg.MaxOutputBytes.
+// values, stopping at cfg's size, memory and time limits.
 func Render(cfg RenderConfig) registry.Tool {
 	cfg = cfg.withDefaults()
+	return renderTool(cfg, newEvaluator(cfg.MaxMemoryBytes, DefaultWorkers))
+}
+
+func renderTool(cfg RenderConfig, ev *evaluator) registry.Tool {
 	return registry.Tool{
 		Name:         "render",
 		Title:        "Render a text template",
@@ -59,7 +63,7 @@ func Render(cfg RenderConfig) registry.Tool {
 		},
 		Source: Source,
 		Call: func(ctx context.Context, req *registry.CallRequest) (*registry.Result, error) {
-			res, err := runRender(ctx, cfg, req.Arguments)
+			res, err := runRender(ctx, cfg, ev, req.Arguments)
 			if r, ok := toolError(err); ok {
 				return r, nil
 			}
@@ -353,25 +357,65 @@ func cleanTemplateError(err error) string {
 	return msg
 }
 
-func runRender(ctx context.Context, cfg RenderConfig, args map[string]any) (*registry.Result, error) {
-	const tool = "render"
-	if err := checkKeys(tool, args, "template", "values"); err != nil {
+// renderJob is what render sends to its evaluator, which answers with the
+// rendered text.
+type renderJob struct {
+	Args           map[string]any `json:"args"`
+	MaxOutputBytes int            `json:"max_output_bytes"`
+}
+
+func runRender(ctx context.Context, cfg RenderConfig, ev *evaluator, args map[string]any) (*registry.Result, error) {
+	payload, err := json.Marshal(renderJob{Args: args, MaxOutputBytes: cfg.MaxOutputBytes})
+	if err != nil {
+		return nil, argErrorf("render: the arguments are not JSON: %v", err)
+	}
+	reply, err := ev.run(ctx, "render", cfg.Timeout.D(), payload, cfg.MaxOutputBytes+maxEvalError)
+	if err != nil {
+		return nil, evalFailure(ctx, "render", err,
+			"the template needed more than %s of memory (render.max_memory_bytes in the config file); "+
+				"it builds text that is too large: render fewer items, and do not grow a variable in a loop",
+			"the template did not finish within %s of CPU time (render.timeout in the config file); "+
+				"it does too much work: render fewer items, and do not call templates from templates that are called many times")
+	}
+	text := string(reply)
+	return textResult(map[string]any{"text": text}, text), nil
+}
+
+// evalRender is render's evaluation: a renderJob in, the text out.
+func evalRender(ctx context.Context, payload []byte) ([]byte, error) {
+	var job renderJob
+	if err := decodeJSON(payload, &job); err != nil {
+		return nil, fmt.Errorf("render: decoding the job: %w", err)
+	}
+	text, err := renderText(ctx, job)
+	if err != nil {
 		return nil, err
+	}
+	return []byte(text), nil
+}
+
+// renderText checks the arguments of job, parses its template and
+// executes it.
+func renderText(ctx context.Context, job renderJob) (string, error) {
+	const tool = "render"
+	args := job.Args
+	if err := checkKeys(tool, args, "template", "values"); err != nil {
+		return "", err
 	}
 	src, ok, err := stringArg(tool, args, "template")
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	if !ok {
-		return nil, argErrorf(`render: argument "template" is required: give a Go text/template such as "Hello {{.name}}"`)
+		return "", argErrorf(`render: argument "template" is required: give a Go text/template such as "Hello {{.name}}"`)
 	}
 	values, err := objectArg(tool, args, "values")
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	data, err := normalizeJSON(values)
 	if err != nil {
-		return nil, argErrorf("render: argument \"values\": %v", err)
+		return "", argErrorf("render: argument \"values\": %v", err)
 	}
 	if data == nil {
 		data = map[string]any{}
@@ -393,36 +437,23 @@ func runRender(ctx context.Context, cfg RenderConfig, args map[string]any) (*reg
 		if strings.Contains(msg, "not defined") && strings.Contains(msg, "function") {
 			hint = "the functions are " + strings.Join(renderFuncNames, ", ") + " and the text/template builtins (len, index, printf, eq, ...)"
 		}
-		return nil, argErrorf("render: the template does not parse: %s; %s", msg, hint)
+		return "", argErrorf("render: the template does not parse: %s; %s", msg, hint)
 	}
 	if err := guardTemplates(tmpl); err != nil {
-		return nil, err
+		return "", err
 	}
 
-	w := &boundedWriter{ctx: ctx, max: cfg.MaxOutputBytes}
-	done := make(chan error, 1)
-	go func() {
-		defer func() {
-			if v := recover(); v != nil {
-				done <- fmt.Errorf("render: template execution panicked: %v", v)
-			}
-		}()
-		done <- tmpl.Execute(w, data)
-	}()
-	select {
-	case err = <-done:
-	case <-ctx.Done():
-		return nil, fmt.Errorf("render: %w", ctx.Err())
-	}
+	w := &boundedWriter{ctx: ctx, max: job.MaxOutputBytes}
+	err = tmpl.Execute(w, data)
 	switch {
 	case err == nil:
 	case errors.Is(err, errRenderLoops):
-		return nil, argErrorf("render: the template's loops would run more than %d iterations in all; range over fewer items (e.g. slice the list in a json_query step first)", maxRenderIterations)
+		return "", argErrorf("render: the template's loops would run more than %d iterations in all; range over fewer items (e.g. slice the list in a json_query step first)", maxRenderIterations)
 	case errors.Is(err, errRenderTooLarge):
-		return nil, argErrorf("render: the text exceeds %s (render.max_output_bytes in the config file); render less: fewer items (e.g. slice the list in a json_query step first) or shorter text",
-			formatBytes(int64(cfg.MaxOutputBytes)))
+		return "", argErrorf("render: the text exceeds %s (render.max_output_bytes in the config file); render less: fewer items (e.g. slice the list in a json_query step first) or shorter text",
+			formatBytes(int64(job.MaxOutputBytes)))
 	case ctx.Err() != nil:
-		return nil, fmt.Errorf("render: %w", ctx.Err())
+		return "", fmt.Errorf("render: %w", ctx.Err())
 	default:
 		msg := cleanTemplateError(err)
 		hint := ""
@@ -434,8 +465,7 @@ func runRender(ctx context.Context, cfg RenderConfig, args map[string]any) (*reg
 			slices.Sort(keys)
 			hint = fmt.Sprintf("; values has the keys [%s]; for an optional key write {{index . \"key\" | default \"...\"}}", strings.Join(keys, ", "))
 		}
-		return nil, argErrorf("render: the template failed: %s%s", msg, hint)
+		return "", argErrorf("render: the template failed: %s%s", msg, hint)
 	}
-	text := w.b.String()
-	return textResult(map[string]any{"text": text}, text), nil
+	return w.b.String(), nil
 }

@@ -26,6 +26,14 @@ const progressGrace = time.Second
 // called tool on the server. out, when not nil, is the resolved output
 // schema that structured results must match.
 func (s *server) caller(name, tool string, out *jsonschema.Resolved) registry.CallFunc {
+	call := s.call(name, tool, out)
+	return func(ctx context.Context, req *registry.CallRequest) (*registry.Result, error) {
+		res, err := call(ctx, req)
+		return res, s.secrets.Error(err) // the URL's credentials may be in a transport error
+	}
+}
+
+func (s *server) call(name, tool string, out *jsonschema.Resolved) registry.CallFunc {
 	return func(ctx context.Context, req *registry.CallRequest) (*registry.Result, error) {
 		c, why := s.current()
 		if c == nil {

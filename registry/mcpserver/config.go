@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"fmt"
 	"net/url"
+	"path"
 	"regexp"
 	"strings"
 
@@ -20,9 +21,15 @@ type ServerConfig struct {
 	Command string `json:"command,omitempty" yaml:"command,omitempty"`
 	// Args are the command's arguments.
 	Args []string `json:"args,omitempty" yaml:"args,omitempty"`
-	// Env is added to orchestra's own environment for the command,
-	// overriding variables of the same name.
+	// Env sets variables of the command's environment, which otherwise
+	// holds only a few of orchestra's own (PATH, HOME, the user, shell,
+	// terminal, temporary directory, time zone, locale and XDG
+	// directories; see BaseEnv) and those InheritEnv names.
 	Env map[string]string `json:"env,omitempty" yaml:"env,omitempty"`
+	// InheritEnv names more variables of orchestra's environment to pass
+	// to the command: names, or patterns such as "AWS_*"; ["*"] passes
+	// the whole environment, secrets included.
+	InheritEnv []string `json:"inherit_env,omitempty" yaml:"inherit_env,omitempty"`
 	// Cwd is the command's working directory; empty means orchestra's.
 	Cwd string `json:"cwd,omitempty" yaml:"cwd,omitempty"`
 
@@ -79,8 +86,8 @@ func (c ServerConfig) Validate(name string) error {
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			add("url %q must be an absolute http or https URL", c.URL)
 		}
-		if len(c.Args) > 0 || len(c.Env) > 0 || c.Cwd != "" {
-			add(`"args", "env" and "cwd" apply to stdio servers only; this server has a "url"`)
+		if len(c.Args) > 0 || len(c.Env) > 0 || len(c.InheritEnv) > 0 || c.Cwd != "" {
+			add(`"args", "env", "inherit_env" and "cwd" apply to stdio servers only; this server has a "url"`)
 		}
 	case c.Command != "":
 		if len(c.Headers) > 0 {
@@ -89,6 +96,11 @@ func (c ServerConfig) Validate(name string) error {
 	}
 	if c.Timeout < 0 {
 		add("timeout must not be negative")
+	}
+	for _, p := range c.InheritEnv {
+		if _, err := path.Match(p, ""); err != nil || p == "" {
+			add("inherit_env: %q is not a variable name or pattern", p)
+		}
 	}
 	if len(c.Tools) > 0 && len(c.ExcludeTools) > 0 {
 		for _, t := range c.ExcludeTools {
@@ -106,6 +118,36 @@ func (c ServerConfig) Validate(name string) error {
 		return fmt.Errorf("server %s: %s", name, strings.Join(problems, "; "))
 	}
 	return nil
+}
+
+// Secrets returns the values of the configuration that must not appear in
+// logs, messages or records: the environment values and headers given to
+// the server, and the credentials and query values of its URL.
+func (c ServerConfig) Secrets() []string {
+	var out []string
+	for _, v := range c.Env {
+		out = append(out, v)
+	}
+	for _, v := range c.Headers {
+		out = append(out, v)
+		if _, tok, ok := strings.Cut(v, " "); ok {
+			out = append(out, strings.TrimSpace(tok))
+		}
+	}
+	if u, err := url.Parse(c.URL); err == nil && c.URL != "" {
+		if u.User != nil {
+			out = append(out, u.User.String(), u.User.Username())
+			if p, ok := u.User.Password(); ok {
+				out = append(out, p, url.QueryEscape(p))
+			}
+		}
+		for _, vs := range u.Query() {
+			for _, v := range vs {
+				out = append(out, v, url.QueryEscape(v))
+			}
+		}
+	}
+	return out
 }
 
 // exposed reports whether Expose is unset or true.

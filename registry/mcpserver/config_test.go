@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v4"
 )
 
 func TestValidate(t *testing.T) {
@@ -137,10 +137,26 @@ func TestWants(t *testing.T) {
 	}
 }
 
-func TestMergeEnv(t *testing.T) {
-	got := mergeEnv([]string{"PATH=/bin", "HOME=/root", "A=old"}, map[string]string{"A": "new", "B": "b"})
-	want := []string{"PATH=/bin", "HOME=/root", "A=new", "B=b"}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("mergeEnv (-want +got):\n%s", diff)
+func TestEnviron(t *testing.T) {
+	parent := []string{"PATH=/bin", "HOME=/root", "A=old", "GITHUB_TOKEN=ghp_secret", "ORCHESTRA_TOKENS=t1,t2",
+		"LC_ALL=C.UTF-8", "AWS_REGION=eu", "AWS_SECRET_ACCESS_KEY=s3", "ORCHESTRA_DEPTH=7"}
+	tests := []struct {
+		name string
+		cfg  ServerConfig
+		want []string
+	}{
+		{"minimal", ServerConfig{Env: map[string]string{"A": "new", "B": "b"}},
+			[]string{"PATH=/bin", "HOME=/root", "LC_ALL=C.UTF-8", "A=new", "B=b", "ORCHESTRA_DEPTH=2"}},
+		{"inherit by name and pattern", ServerConfig{InheritEnv: []string{"GITHUB_TOKEN", "AWS_*"}},
+			[]string{"PATH=/bin", "HOME=/root", "GITHUB_TOKEN=ghp_secret", "LC_ALL=C.UTF-8", "AWS_REGION=eu", "AWS_SECRET_ACCESS_KEY=s3", "ORCHESTRA_DEPTH=2"}},
+		{"inherit everything", ServerConfig{InheritEnv: []string{"*"}},
+			[]string{"PATH=/bin", "HOME=/root", "A=old", "GITHUB_TOKEN=ghp_secret", "ORCHESTRA_TOKENS=t1,t2", "LC_ALL=C.UTF-8", "AWS_REGION=eu", "AWS_SECRET_ACCESS_KEY=s3", "ORCHESTRA_DEPTH=2"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, tt.cfg.environ(parent, 2)); diff != "" {
+				t.Errorf("environ (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

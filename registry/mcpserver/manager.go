@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/orchestra-mcp/orchestra/internal/redact"
 	"github.com/orchestra-mcp/orchestra/registry"
 )
 
@@ -36,6 +38,11 @@ type Options struct {
 	// between attempts to start a server that failed or died. Defaults 1s
 	// and 1m.
 	RetryBackoffMin, RetryBackoffMax time.Duration
+	// MaxDepth, when positive, is how many orchestras may run under one
+	// another as stdio servers (see ProcessDepth): at that depth no server
+	// is started, so that an orchestra configured as its own downstream
+	// server stops there instead of starting copies without end.
+	MaxDepth int
 }
 
 const (
@@ -173,10 +180,15 @@ func NewManager(servers map[string]ServerConfig, cat *registry.Catalog, opts Opt
 			since:   now,
 			refresh: make(chan struct{}, 1),
 		}
+		s.secrets = redact.New(cfg.Secrets()...)
 		if err := cfg.Validate(name); err != nil {
-			s.state, s.err, s.disabled = StateDisabled, err, true
+			s.state, s.err, s.disabled = StateDisabled, s.secrets.Error(err), true
 		} else if cfg.Disabled {
 			s.state, s.err, s.disabled = StateDisabled, errors.New("disabled in the configuration"), true
+		} else if d := ProcessDepth(); opts.MaxDepth > 0 && d >= opts.MaxDepth {
+			s.tooDeep = true
+			s.state, s.err, s.disabled = StateDisabled, fmt.Errorf("not started: this orchestra runs %d levels deep under other orchestras (%s=%d), the limit (limits.max_depth); "+
+				"an orchestra that lists itself as a downstream server stops here", d, EnvDepth, d), true
 		}
 		m.servers[name] = s
 		m.names = append(m.names, name)
@@ -199,9 +211,12 @@ func (m *Manager) Start(ctx context.Context) {
 		for _, name := range m.names {
 			s := m.servers[name]
 			if s.disabled {
-				if s.cfg.Disabled {
+				switch {
+				case s.cfg.Disabled:
 					s.log.Info("downstream server disabled")
-				} else {
+				case s.tooDeep:
+					s.log.Info("downstream server not started", "reason", s.err)
+				default:
 					s.log.Error("downstream server not started", "error", s.err)
 				}
 				continue

@@ -16,6 +16,8 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/orchestra-mcp/orchestra/internal/redact"
 	"github.com/orchestra-mcp/orchestra/registry"
 )
 
@@ -26,8 +28,10 @@ type server struct {
 	cfg  ServerConfig
 	log  *slog.Logger
 
-	refresh  chan struct{} // tools/list_changed arrived
-	disabled bool          // set once by NewManager
+	refresh  chan struct{}  // tools/list_changed arrived
+	disabled bool           // set once by NewManager
+	tooDeep  bool           // disabled for the process's depth
+	secrets  redact.Secrets // cut out of errors and logs
 
 	mu             sync.Mutex
 	state          State
@@ -74,7 +78,7 @@ func (s *server) setStateLocked(st State, err error) {
 	if s.state != st {
 		s.since = time.Now()
 	}
-	s.state, s.err = st, err
+	s.state, s.err = st, s.secrets.Error(err)
 }
 
 func (s *server) status() ServerStatus {
@@ -258,16 +262,20 @@ func (s *server) connect(ctx context.Context) (*connection, error) {
 	var t mcp.Transport
 	if s.cfg.URL != "" {
 		c.http = http.DefaultTransport.(*http.Transport).Clone()
+		var rt http.RoundTripper = &headerTransport{base: c.http, headers: s.cfg.Headers}
+		if limit := s.m.opts.MaxResponseBytes; limit > 0 {
+			rt = &limitTransport{base: rt, limit: limit, notes: s.notes(), onDrop: s.dropped()}
+		}
 		t = &mcp.StreamableClientTransport{
 			Endpoint:   s.cfg.URL,
-			HTTPClient: &http.Client{Transport: &headerTransport{base: c.http, headers: s.cfg.Headers}},
+			HTTPClient: &http.Client{Transport: rt},
 		}
 	} else {
 		st, err := s.command()
 		if err != nil {
 			return nil, err
 		}
-		c.cmd = st.cmd.Command
+		c.cmd = st.cmd
 		t = st
 	}
 	session, err := client.Connect(ctx, t, nil)
@@ -291,13 +299,18 @@ func (s *server) connect(ctx context.Context) (*connection, error) {
 }
 
 // describe names the server's endpoint for messages: the command, or the
-// URL without its query (which may carry secrets). Header values are never
-// part of it.
+// URL without its credentials and query (which may carry secrets). Header
+// values are never part of it.
 func (s *server) describe() string {
 	if s.cfg.URL != "" {
 		u := s.cfg.URL
 		if i := strings.IndexAny(u, "?#"); i >= 0 {
 			u = u[:i]
+		}
+		if scheme, rest, ok := strings.Cut(u, "://"); ok {
+			if at := strings.LastIndexByte(rest, '@'); at >= 0 {
+				u = scheme + "://" + rest[at+1:]
+			}
 		}
 		return u
 	}
@@ -392,6 +405,29 @@ func (s *server) tool(t *mcp.Tool) registry.Tool {
 		SchemaProblem: strings.Join(problems, "; "),
 		Call:          s.caller(name, t.Name, resolvedOut),
 	}
+}
+
+// notes returns a limiter for the notifications of one connection.
+func (s *server) notes() *notificationLimiter {
+	return newNotificationLimiter(func(method string, n int) {
+		s.log.Warn("dropped notifications from the server", "method", strings.Trim(method, `"`), "count", n,
+			"why", "log notifications are not relayed, and others are limited to 200 a second")
+	})
+}
+
+// dropped returns how a connection reports what its filter dropped.
+func (s *server) dropped() func(reason string, sample []byte) {
+	d := &dropReporter{report: func(reason string, sample []byte, more int) {
+		attrs := []any{"what", reason}
+		if len(sample) > 0 {
+			attrs = append(attrs, "sample", string(sample))
+		}
+		if more > 0 {
+			attrs = append(attrs, "dropped_since_last_report", more)
+		}
+		s.log.Warn("dropped output of the server", attrs...)
+	}}
+	return d.drop
 }
 
 func (s *server) closeStderr() {

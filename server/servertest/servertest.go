@@ -403,8 +403,8 @@ func CallContext(ctx context.Context, t *testing.T, cs *mcp.ClientSession, args 
 }
 
 // Decode checks that the result carries the envelope as structured content
-// and its duplicate as text (a summary, a blank line, then the same JSON),
-// and decodes it.
+// and two text blocks (a summary line, then exactly the same JSON), and
+// decodes it.
 func Decode(t *testing.T, res *mcp.CallToolResult) *Envelope {
 	t.Helper()
 	if res.StructuredContent == nil {
@@ -414,17 +414,21 @@ func Decode(t *testing.T, res *mcp.CallToolResult) *Envelope {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Content) != 1 {
-		t.Fatalf("%d content blocks; want 1 text block", len(res.Content))
+	if len(res.Content) != 2 {
+		t.Fatalf("%d content blocks; want 2 text blocks (summary, JSON)", len(res.Content))
 	}
-	txt := text(res)
-	summary, js, ok := strings.Cut(txt, "\n\n")
-	if !ok || summary == "" || strings.HasPrefix(summary, "{") {
-		t.Fatalf("the text does not start with a summary and a blank line:\n%s", txt)
+	summary, ok1 := res.Content[0].(*mcp.TextContent)
+	js, ok2 := res.Content[1].(*mcp.TextContent)
+	if !ok1 || !ok2 {
+		t.Fatalf("content blocks are not text: %T, %T", res.Content[0], res.Content[1])
 	}
+	if summary.Text == "" || strings.HasPrefix(summary.Text, "{") {
+		t.Fatalf("the first text block is not a summary:\n%s", summary.Text)
+	}
+	txt := js.Text
 	var fromText, fromStructured any
-	if err := json.Unmarshal([]byte(js), &fromText); err != nil {
-		t.Fatalf("the text after the summary is not JSON: %v\n%s", err, txt)
+	if err := json.Unmarshal([]byte(txt), &fromText); err != nil {
+		t.Fatalf("the second text block is not JSON: %v\n%s", err, txt)
 	}
 	if err := json.Unmarshal(structured, &fromStructured); err != nil {
 		t.Fatal(err)

@@ -5,7 +5,8 @@
 // of standard output once it accepts connections. Its tools cover the cases a
 // client of downstream servers must handle: structured output, slow calls,
 // tool errors, a crash mid-call, progress, text-only and malformed results,
-// and tools added after start (tools/list_changed).
+// large results, stray output on stdout, its environment, and tools
+// added after start (tools/list_changed).
 //
 // With -fail-start it exits at once with status 2, like a server that cannot
 // start.
@@ -33,10 +34,13 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
+// httpMode is the -http flag: the address served, or "" for stdio.
+var httpMode *string
+
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("fixtureserver", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	httpAddr := fs.String("http", "", "serve Streamable HTTP on `addr` instead of stdio")
+	httpMode = fs.String("http", "", "serve Streamable HTTP on `addr` instead of stdio")
 	failStart := fs.Bool("fail-start", false, "exit with status 2 at once")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -48,7 +52,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	if *httpAddr == "" {
+	if *httpMode == "" {
 		fmt.Fprintln(stderr, "fixtureserver: serving on stdio")
 		if err := newServer(stderr).Run(ctx, &mcp.StdioTransport{}); err != nil && !errors.Is(err, context.Canceled) {
 			fmt.Fprintln(stderr, "fixtureserver:", err)
@@ -57,7 +61,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 
-	ln, err := net.Listen("tcp", *httpAddr)
+	ln, err := net.Listen("tcp", *httpMode)
 	if err != nil {
 		fmt.Fprintln(stderr, "fixtureserver:", err)
 		return 1
@@ -146,7 +150,20 @@ type (
 	}
 
 	noArgs struct{}
+
+	envOut struct {
+		Env []string `json:"env"`
+	}
+
+	strayIn struct {
+		Lines int    `json:"lines"`
+		Text  string `json:"text"`
+	}
 )
+
+// rawStdout is where the stdio transport writes; the stray tool writes
+// there too, as a misbehaving server would.
+var rawStdout io.Writer = os.Stdout
 
 func newServer(stderr io.Writer) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "fixtureserver", Version: "1.0.0"}, &mcp.ServerOptions{
@@ -216,6 +233,24 @@ func newServer(stderr io.Writer) *mcp.Server {
 	mcp.AddTool(s, &mcp.Tool{Name: "big", Description: "Returns a text block of the given size."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in bigIn) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("x", in.Bytes)}}}, nil, nil
+		})
+
+	mcp.AddTool(s, &mcp.Tool{Name: "env", Description: "Returns the names and values of its environment variables."},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ noArgs) (*mcp.CallToolResult, envOut, error) {
+			return nil, envOut{Env: os.Environ()}, nil
+		})
+
+	mcp.AddTool(s, &mcp.Tool{Name: "stray", Description: "Over stdio, writes lines of text straight to stdout (a stray print, or raw JSON-RPC such as a flood of notifications), then returns."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in strayIn) (*mcp.CallToolResult, any, error) {
+			if *httpMode == "" {
+				line := []byte(in.Text + "\n")
+				for range in.Lines {
+					if _, err := rawStdout.Write(line); err != nil {
+						return nil, nil, err
+					}
+				}
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "wrote"}}}, nil, nil
 		})
 
 	s.AddTool(&mcp.Tool{

@@ -1,0 +1,130 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"text/tabwriter"
+	"time"
+
+	"github.com/orchestra-mcp/orchestra/server"
+	"github.com/orchestra-mcp/orchestra/store"
+)
+
+func cmdExecutions(ctx context.Context, env *cliEnv, args []string) int {
+	var cf commonFlags
+	fs := newFlagSet(env, "executions", &cf)
+	cf.storeFlag(fs)
+	asJSON := fs.Bool("json", false, "print JSON: a page of runs, or one run with its envelope and steps")
+	limit := fs.Int("limit", 20, "list at most `N` runs")
+	status := fs.String("status", "", "list only runs with `STATUS`: running, success, failed, partial or interrupted")
+	cursor := fs.String("cursor", "", "continue a listing from the `CURSOR` the previous page printed")
+	if code, ok := parse(env, fs, args); !ok {
+		return code
+	}
+	if fs.NArg() > 1 {
+		return env.usageError(fmt.Sprintf("expected at most one ID, got %d", fs.NArg()), "give one exec id, or none to list recent runs")
+	}
+	cfg, logger, ok := cf.load(env)
+	if !ok {
+		return exitInvalid
+	}
+	st, err := store.Open(ctx, cfg.Store.Path, store.Options{Logger: logger,
+		Retention: store.Retention{MaxAge: cfg.Store.Retention.MaxAge.D(), MaxRuns: cfg.Store.Retention.MaxRuns}})
+	if err != nil {
+		env.errorf("%v", err)
+		fmt.Fprintln(env.stderr, "hint: check --store or store.path in the configuration file")
+		return exitFailed
+	}
+	defer st.Close()
+
+	if fs.NArg() == 1 {
+		run, steps, err := st.Get(ctx, fs.Arg(0))
+		if errors.Is(err, store.ErrNotFound) {
+			env.errorf("no execution record %q in %s", fs.Arg(0), cfg.Store.Path)
+			fmt.Fprintln(env.stderr, "hint: run `orchestra executions` to list recent runs, or pass the --store the run was recorded in")
+			return exitFailed
+		}
+		if err != nil {
+			env.errorf("%v", err)
+			return exitFailed
+		}
+		ex := server.ExecutionOf(run, steps)
+		if *asJSON {
+			writeJSON(env.stdout, ex)
+			return exitOK
+		}
+		printExecution(env, ex)
+		return exitOK
+	}
+
+	page, err := server.ListPage(ctx, st, store.ListOptions{Limit: *limit, Cursor: *cursor, Status: store.Status(*status)})
+	if err != nil {
+		env.errorf("%v", err)
+		return exitInvalid
+	}
+	if *asJSON {
+		writeJSON(env.stdout, page)
+		return exitOK
+	}
+	if len(page.Executions) == 0 {
+		fmt.Fprintf(env.stderr, "orchestra: no execution records in %s\n", cfg.Store.Path)
+		return exitOK
+	}
+	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "EXEC ID\tSTARTED\tSTATUS\tSTEPS\tDURATION\tSOURCE\tERROR")
+	for _, e := range page.Executions {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", e.ExecID, e.StartedAt.Local().Format(time.DateTime), e.Status, e.Steps,
+			time.Duration(e.DurationMS)*time.Millisecond, e.Tool, e.Error)
+	}
+	tw.Flush()
+	if page.Next != "" {
+		if c := nextCursor(page.Next); c != "" {
+			fmt.Fprintf(env.stderr, "more: orchestra executions --cursor %s\n", c)
+		}
+	}
+	return exitOK
+}
+
+// nextCursor returns the cursor of a next-page URI.
+func nextCursor(uri string) string {
+	u, err := url.Parse(uri)
+	if err != nil {
+		return ""
+	}
+	return u.Query().Get("cursor")
+}
+
+// printExecution prints one run for a person.
+func printExecution(env *cliEnv, ex server.Execution) {
+	w := env.stdout
+	fmt.Fprintf(w, "exec id:  %s\nstatus:   %s\nsource:   %s\nstarted:  %s\nduration: %s\n", ex.ExecID, ex.Status, ex.Tool,
+		ex.StartedAt.Local().Format(time.RFC3339), time.Duration(ex.DurationMS)*time.Millisecond)
+	if ex.RequestID != "" {
+		fmt.Fprintf(w, "request:  %s\n", ex.RequestID)
+	}
+	if ex.Error != "" {
+		fmt.Fprintf(w, "error:    %s\n", ex.Error)
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "STEP\tTOOL\tSTATUS\tATTEMPTS\tDURATION\tERROR")
+	for _, s := range ex.Records {
+		errText := ""
+		if len(s.Error) > 0 && string(s.Error) != "null" {
+			var e struct{ Code, Message string }
+			if json.Unmarshal(s.Error, &e) == nil {
+				errText = e.Code + ": " + e.Message
+			}
+		}
+		tool := s.Tool
+		if tool == "" {
+			tool = "(group)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", s.StepID, tool, s.Status, s.Attempts, time.Duration(s.DurationMS)*time.Millisecond, errText)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\nthe envelope: orchestra executions --json %s\n", ex.ExecID)
+}

@@ -1,0 +1,187 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+
+	"github.com/orchestra-mcp/orchestra/config"
+	"github.com/orchestra-mcp/orchestra/internal/version"
+	"github.com/orchestra-mcp/orchestra/orchestrate"
+	"github.com/orchestra-mcp/orchestra/server"
+	"github.com/orchestra-mcp/orchestra/store"
+)
+
+// commonFlags are the flags every command that builds an app takes.
+type commonFlags struct {
+	config    string
+	logLevel  string
+	logFormat string
+	logFile   string
+	store     string
+	records   bool // the command keeps execution records (it has --store)
+}
+
+func newFlagSet(env *cliEnv, name string, cf *commonFlags) *flag.FlagSet {
+	fs := flag.NewFlagSet("orchestra "+name, flag.ContinueOnError)
+	fs.SetOutput(env.stderr)
+	if cf != nil {
+		fs.StringVar(&cf.config, "config", "", "configuration `file` (YAML or JSON); default $ORCHESTRA_CONFIG")
+		fs.StringVar(&cf.logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
+		fs.StringVar(&cf.logFormat, "log-format", "text", "log `format`: text or json")
+		fs.StringVar(&cf.logFile, "log-file", "", "append logs to `FILE` instead of stderr")
+	}
+	return fs
+}
+
+// parse parses flags; it returns false and the exit code when the command
+// must stop (help was asked for, or the flags are wrong).
+func parse(env *cliEnv, fs *flag.FlagSet, args []string) (int, bool) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK, false
+		}
+		fmt.Fprintf(env.stderr, "hint: run `%s -h` for the flags\n", fs.Name())
+		return exitInvalid, false
+	}
+	return 0, true
+}
+
+// storeFlag adds --store to a command that keeps execution records.
+func (cf *commonFlags) storeFlag(fs *flag.FlagSet) {
+	cf.records = true
+	fs.StringVar(&cf.store, "store", "", "execution records database `PATH`, or memory to keep nothing on disk; default store.path, else $XDG_STATE_HOME/orchestra/orchestra.db")
+}
+
+func (cf *commonFlags) load(env *cliEnv) (*config.Config, *slog.Logger, bool) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(cf.logLevel)); err != nil {
+		env.errorf("invalid --log-level %q", cf.logLevel)
+		fmt.Fprintln(env.stderr, "hint: use --log-level debug, info, warn or error")
+		return nil, nil, false
+	}
+	if cf.logFormat != "text" && cf.logFormat != "json" {
+		env.errorf("invalid --log-format %q", cf.logFormat)
+		fmt.Fprintln(env.stderr, "hint: use --log-format text or --log-format json")
+		return nil, nil, false
+	}
+	if cf.config == "" {
+		cf.config = os.Getenv("ORCHESTRA_CONFIG")
+	}
+	cfg := config.Default()
+	if cf.config != "" {
+		var err error
+		if cfg, err = config.Load(cf.config); err != nil {
+			env.errorf("%v", err)
+			fmt.Fprintln(env.stderr, "hint: fix the configuration file; the README lists every key")
+			return nil, nil, false
+		}
+	}
+	if cf.store != "" {
+		cfg.Store.Path = cf.store
+	}
+	if cfg.Store.Path == "" {
+		cfg.Store.Path = store.Memory
+		if cf.records {
+			p, err := store.DefaultPath()
+			if err != nil {
+				env.errorf("%v", err)
+				fmt.Fprintln(env.stderr, "hint: set XDG_STATE_HOME, or pass --store PATH (or --store memory)")
+				return nil, nil, false
+			}
+			cfg.Store.Path = p
+		}
+	}
+	w := env.stderr
+	if cf.logFile != "" {
+		f, err := os.OpenFile(cf.logFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		if err != nil {
+			env.errorf("opening the log file: %v", err)
+			fmt.Fprintln(env.stderr, "hint: check the path of --log-file")
+			return nil, nil, false
+		}
+		w = f // open until the process ends
+	}
+	hopts := &slog.HandlerOptions{Level: level}
+	var h slog.Handler = slog.NewTextHandler(w, hopts)
+	if cf.logFormat == "json" {
+		h = slog.NewJSONHandler(w, hopts)
+	}
+	return cfg, slog.New(server.NewRedactingHandler(h, server.Secrets(cfg))), true
+}
+
+func newApp(ctx context.Context, env *cliEnv, cfg *config.Config, logger *slog.Logger) (*server.App, bool) {
+	return newAppWith(ctx, env, cfg, logger, server.Options{})
+}
+
+// newAppWith is newApp with more options; the logger and version are set.
+func newAppWith(ctx context.Context, env *cliEnv, cfg *config.Config, logger *slog.Logger, opts server.Options) (*server.App, bool) {
+	opts.Logger, opts.Version = logger, version.String()
+	app, err := server.New(ctx, cfg, opts)
+	if err != nil {
+		env.errorf("%v", err)
+		return nil, false
+	}
+	return app, true
+}
+
+// errTooLarge is an input over server.max_request_bytes.
+var errTooLarge = errors.New("too large")
+
+// readInput reads a file, or stdin for "-", up to limit bytes.
+func readInput(env *cliEnv, path string, limit int64) ([]byte, error) {
+	var r io.Reader
+	if path == "-" {
+		r = env.stdin
+	} else {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		r = f
+	}
+	data, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%w: the input is larger than %d bytes (server.max_request_bytes)", errTooLarge, limit)
+	}
+	return data, nil
+}
+
+// planInput reads and decodes the plan argument of run and validate.
+func planInput(env *cliEnv, cmd string, fs *flag.FlagSet, cfg *config.Config) (*orchestrate.Request, []*orchestrate.Issue, int, bool) {
+	if fs.NArg() != 1 {
+		problem := "missing PLAN argument"
+		if fs.NArg() > 1 {
+			problem = fmt.Sprintf("expected one PLAN argument, got %d", fs.NArg())
+		}
+		return nil, nil, env.usageError(problem, "give a plan file, or - to read the plan from stdin: orchestra "+cmd+" examples/quickstart.json"), false
+	}
+	data, err := readInput(env, fs.Arg(0), cfg.Server.MaxRequestBytes)
+	if err != nil {
+		env.errorf("reading the plan: %v", err)
+		hint := "check the path, or give - to read the plan from stdin"
+		if errors.Is(err, errTooLarge) {
+			hint = "send a smaller plan, or raise server.max_request_bytes in the configuration file"
+		}
+		fmt.Fprintf(env.stderr, "hint: %s\n", hint)
+		return nil, nil, exitInvalid, false
+	}
+	req, issues := orchestrate.DecodeRequest(data)
+	return req, issues, 0, true
+}
+
+func writeJSON(w io.Writer, v any) {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package worker
+
+import "os/exec"
+
+func configure(*exec.Cmd) {}

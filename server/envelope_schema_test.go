@@ -1,0 +1,116 @@
+package server_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestEnvelopesMatchTheOutputSchema calls agent_orchestrate for every kind
+// of outcome and validates each structuredContent against the outputSchema
+// the server publishes for it, as a client that checks results would; and
+// every field an envelope carries must be declared there, so that a new
+// field cannot reach clients undocumented.
+func TestEnvelopesMatchTheOutputSchema(t *testing.T) {
+	cs, tools := listedTools(t)
+	var published []byte
+	for _, tool := range tools {
+		if tool.Name == "agent_orchestrate" {
+			published, _ = json.Marshal(tool.OutputSchema)
+		}
+	}
+	var schema jsonschema.Schema
+	if err := json.Unmarshal(published, &schema); err != nil {
+		t.Fatalf("the published outputSchema %s: %v", published, err)
+	}
+	resolved, err := schema.Resolve(nil)
+	if err != nil {
+		t.Fatalf("resolving the published outputSchema: %v", err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(published, &doc); err != nil {
+		t.Fatal(err)
+	}
+
+	fail := map[string]any{"id": "bad", "tool": "json_query", "arguments": map[string]any{"query": `"no" | error`, "input": map[string]any{}}}
+	continued := map[string]any{"id": "bad", "on_error": "continue", "tool": "json_query", "arguments": map[string]any{"query": `"no" | error`, "input": map[string]any{}}}
+	keyed := jq("k", 3)
+	keyed["result_key"] = "three"
+	for _, tc := range []struct {
+		name   string
+		args   any
+		status string
+	}{
+		{"success", map[string]any{"bindings": map[string]any{"who": "Ada"}, "plan": map[string]any{"steps": []any{
+			jq("a", 1), map[string]any{"id": "g", "parallel": []any{jq("x", 2), keyed}}}}}, "success"},
+		{"failed", map[string]any{"plan": map[string]any{"steps": []any{fail, jq("b", 2)}}}, "failed"},
+		{"partial", map[string]any{"plan": map[string]any{"steps": []any{continued, jq("b", 2)}}}, "partial"},
+		{"invalid", map[string]any{"plan": map[string]any{"steps": []any{map[string]any{"tool": "nope", "arguments": map[string]any{"x": "$0.output.y"}}}}}, "failed"},
+		{"rejected", map[string]any{"plan": 5}, "failed"},
+		{"dry_run", map[string]any{"dry_run": true, "plan": map[string]any{"steps": []any{jq("a", 1)}}}, "success"},
+		{"direct_response", map[string]any{"plan": map[string]any{"type": "direct_response", "content": "Hello."}}, "success"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, env := callPlan(t, cs, &mcp.CallToolParams{Name: "agent_orchestrate", Arguments: tc.args})
+			if got := env["artifact"].(map[string]any)["status"]; got != tc.status {
+				t.Fatalf("status %v, want %s", got, tc.status)
+			}
+			if res.IsError != (tc.status != "success") {
+				t.Errorf("isError %v for a %s run", res.IsError, tc.status)
+			}
+			if err := resolved.Validate(env); err != nil {
+				t.Errorf("the envelope does not match the published outputSchema: %v\n%s", err, mustJSON(t, env))
+			}
+			for _, p := range undeclared(doc, doc, env, "") {
+				t.Errorf("the envelope carries %s, which the outputSchema does not declare", p)
+			}
+		})
+	}
+}
+
+// undeclared returns the paths of the fields of value that schema (a part
+// of the schema document doc) does not list in its properties, at every
+// depth.
+func undeclared(doc, schema map[string]any, value any, at string) []string {
+	if ref, ok := schema["$ref"].(string); ok {
+		name, _ := strings.CutPrefix(ref, "#/$defs/")
+		def, _ := doc["$defs"].(map[string]any)[name].(map[string]any)
+		return undeclared(doc, def, value, at)
+	}
+	var out []string
+	if branches, ok := schema["anyOf"].([]any); ok {
+		for _, b := range branches {
+			if bm, ok := b.(map[string]any); ok && bm["type"] != "null" {
+				out = append(out, undeclared(doc, bm, value, at)...)
+			}
+		}
+	}
+	switch v := value.(type) {
+	case map[string]any:
+		props, ok := schema["properties"].(map[string]any)
+		if !ok {
+			return out // a free-form object (bindings, arguments, outputs)
+		}
+		for _, k := range slices.Sorted(maps.Keys(v)) {
+			sub, declared := props[k].(map[string]any)
+			if !declared {
+				out = append(out, at+"."+k)
+				continue
+			}
+			out = append(out, undeclared(doc, sub, v[k], at+"."+k)...)
+		}
+	case []any:
+		if items, ok := schema["items"].(map[string]any); ok {
+			for i, e := range v {
+				out = append(out, undeclared(doc, items, e, fmt.Sprintf("%s[%d]", at, i))...)
+			}
+		}
+	}
+	return out
+}

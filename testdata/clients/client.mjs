@@ -1,0 +1,134 @@
+// Drives orchestra with one of the TypeScript MCP SDK's clients, for the
+// compatibility matrix (clients_test.go):
+//
+//   node client.mjs SDK TRANSPORT TARGET VERSION [MODE]
+//
+// SDK is v1 (@modelcontextprotocol/sdk) or v2 (@modelcontextprotocol/client);
+// TRANSPORT is stdio (TARGET: a JSON array, the command and its arguments) or
+// http (TARGET: the /mcp URL); VERSION is the protocol version to offer
+// (v1 offers only its latest, 2025-11-25). MODE "plan" (the default) lists
+// the tools and runs a plan; "cancel" starts a plan whose step waits, cancels
+// the request once the step has started (the client's AbortSignal, which
+// sends notifications/cancelled) and waits for the server to stop it;
+// "oversized" sends a plan over server.max_request_bytes, which must be
+// answered with an error naming the limit, then a plan that must run.
+// It prints one JSON line: {"ok": ..., "version": ..., "tools": ..., "error": ...}.
+import { Client as ClientV1 } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport as StdioV1 } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport as HTTPV1 } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { Client as ClientV2, StreamableHTTPClientTransport as HTTPV2 } from "@modelcontextprotocol/client";
+import { StdioClientTransport as StdioV2 } from "@modelcontextprotocol/client/stdio";
+
+const [sdk, transportName, target, version, mode = "plan"] = process.argv.slice(2);
+const modern = version >= "2026-07-28";
+const info = { name: `ts-${sdk}`, version: "1.0.0" };
+
+function transport() {
+  if (transportName === "stdio") {
+    const [command, ...args] = JSON.parse(target);
+    const Stdio = sdk === "v1" ? StdioV1 : StdioV2;
+    return new Stdio({ command, args, stderr: "ignore" });
+  }
+  const HTTP = sdk === "v1" ? HTTPV1 : HTTPV2;
+  return new HTTP(new URL(target));
+}
+
+async function connect() {
+  const t = transport();
+  let negotiated;
+  if (sdk === "v1") {
+    // 1.x offers its latest version and tells the transport what was agreed.
+    const set = t.setProtocolVersion?.bind(t);
+    t.setProtocolVersion = (v) => {
+      negotiated = v;
+      set?.(v);
+    };
+    const client = new ClientV1(info, { capabilities: {} });
+    await client.connect(t);
+    return { client, version: () => negotiated };
+  }
+  const options = { capabilities: {} };
+  if (modern) {
+    options.versionNegotiation = { mode: { pin: version } };
+  } else {
+    options.supportedProtocolVersions = [version];
+  }
+  const client = new ClientV2(info, options);
+  await client.connect(t);
+  return { client, version: () => client.getNegotiatedProtocolVersion() };
+}
+
+const waitPlan = { plan: { steps: [{ id: "w", tool: "fx__sleep", arguments: { ms: 60000 } }] } };
+const plan = {
+  plan: { steps: [{ id: "a", tool: "render", arguments: { template: "hello {{.who}}", values: { who: "$bindings.who" } } }] },
+  bindings: { who: "matrix" },
+};
+
+async function main() {
+  const { client, version: negotiated } = await connect();
+  try {
+    if (mode === "oversized") {
+      // A plan larger than server.max_request_bytes (4 MiB): the answer
+      // must be an error naming the limit, and the server must go on.
+      const big = { plan: { steps: [{ tool: "render", arguments: { template: "x" } }] }, bindings: { blob: "a".repeat(4.5 * 1024 * 1024) } };
+      const start = Date.now();
+      let error = "";
+      try {
+        await client.callTool({ name: "agent_orchestrate", arguments: big }, ...(sdk === "v1" ? [undefined, { timeout: 30000 }] : [{ timeout: 30000 }]));
+      } catch (err) {
+        error = String(err?.message ?? err);
+      }
+      const ms = Date.now() - start;
+      const after = await client.callTool({ name: "agent_orchestrate", arguments: plan });
+      const ok = error.includes("server.max_request_bytes") && after.structuredContent?.artifact?.status === "success";
+      return { ok, version: negotiated(), ms, error: ok ? undefined : `error ${JSON.stringify(error)}, then ${after.structuredContent?.artifact?.status}` };
+    }
+    if (mode === "cancel") {
+      const abort = new AbortController();
+      let started = false;
+      const options = {
+        signal: abort.signal,
+        timeout: 120000,
+        onprogress: (p) => {
+          if (!started && /started/.test(p.message ?? "")) {
+            started = true;
+            abort.abort("cancelled by the matrix test");
+          }
+        },
+      };
+      // 1.x takes a result schema before the options.
+      const params = { name: "agent_orchestrate", arguments: waitPlan };
+      const call = (sdk === "v1" ? client.callTool(params, undefined, options) : client.callTool(params, options))
+        .then(
+          () => "answered",
+          (err) => (abort.signal.aborted ? "aborted" : `failed: ${err?.message ?? err}`),
+        );
+      const outcome = await call;
+      return { ok: outcome === "aborted", version: negotiated(), outcome };
+    }
+    const { tools } = await client.listTools();
+    const names = tools.map((t) => t.name);
+    if (!names.includes("agent_orchestrate")) {
+      return { ok: false, version: negotiated(), error: `tools/list has no agent_orchestrate: ${names.join(", ")}` };
+    }
+    const res = await client.callTool({ name: "agent_orchestrate", arguments: plan });
+    const status = res.structuredContent?.artifact?.status;
+    const text = res.structuredContent?.artifact?.steps?.[0]?.output?.text;
+    const json = JSON.parse(res.content?.[1]?.text ?? "null");
+    const ok = !res.isError && status === "success" && text === "hello matrix" && json?.artifact_id === res.structuredContent?.artifact_id;
+    return { ok, version: negotiated(), tools: names.length, error: ok ? undefined : `status ${status}, output ${text}` };
+  } finally {
+    await client.close();
+  }
+}
+
+main().then(
+  (r) => {
+    console.log(JSON.stringify(r));
+    process.exit(0);
+  },
+  (err) => {
+    console.log(JSON.stringify({ ok: false, error: String(err?.stack ?? err) }));
+    process.exit(0);
+  },
+);
