@@ -41,6 +41,9 @@ type Options struct {
 	// called with (every attempt), derived from ctx: tracing puts the step's
 	// span there. It runs on the step's goroutine after the step started.
 	StepContext func(ctx context.Context, run *RunInfo, step *StepRecord) context.Context
+	// Response is the response of a request that names none: "compact"
+	// (the default) or "full".
+	Response string
 }
 
 // RunOptions add to an engine's options for the runs of one request: what
