@@ -72,8 +72,18 @@ func npmServer(t *testing.T, pkg string, args ...string) mcpserver.ServerConfig 
 // session to it over in-memory transports.
 func downstreamApp(t *testing.T, servers map[string]mcpserver.ServerConfig, copts *mcp.ClientOptions) (*server.App, *mcp.ClientSession) {
 	t.Helper()
+	return downstreamAppWith(t, servers, copts, nil)
+}
+
+// downstreamAppWith is downstreamApp with the configuration changed by
+// edit first.
+func downstreamAppWith(t *testing.T, servers map[string]mcpserver.ServerConfig, copts *mcp.ClientOptions, edit func(*config.Config)) (*server.App, *mcp.ClientSession) {
+	t.Helper()
 	cfg := config.Default()
 	cfg.MCPServers = servers
+	if edit != nil {
+		edit(cfg)
+	}
 	app, err := server.New(t.Context(), cfg, server.Options{})
 	if err != nil {
 		t.Fatal(err)
