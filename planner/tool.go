@@ -170,6 +170,11 @@ func planningSchema(calls []any, strict bool) map[string]any {
 		}
 		props["calls"] = arr
 		required = append(required, "calls")
+		props["answer"] = str(answerNote + nullNote(strict))
+		required = append(required, "answer")
+		if !strict {
+			props["return"] = map[string]any{"description": returnNote}
+		}
 	}
 	if !strict {
 		required = []any{"type"}

@@ -1,0 +1,91 @@
+package planner
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/orchestra-mcp/orchestra/internal/rank"
+	"github.com/orchestra-mcp/orchestra/registry"
+)
+
+// Tool selection: a catalog of more than SelectAbove tools offers a goal
+// only the SelectTop tools that rank best for it (BM25 over their names,
+// descriptions and argument names) with their schemas; the others are
+// named in the prompt, so that the model can still ask for one.
+const (
+	// SelectAbove is the catalog size from which tools are selected.
+	SelectAbove = 24
+	// SelectTop is how many tools a goal is offered.
+	SelectTop = 12
+)
+
+// ToolDocument is what a tool is ranked by: its name (twice: it is the
+// densest description), its description and its argument names.
+func ToolDocument(t registry.Tool) string {
+	var b strings.Builder
+	b.WriteString(t.Name + " " + t.Name + " " + t.Description)
+	if t.InputSchema != nil {
+		for _, k := range slices.Sorted(maps.Keys(t.InputSchema.Properties)) {
+			b.WriteString(" " + k)
+		}
+	}
+	return b.String()
+}
+
+// Select returns the SelectTop tools of tools that rank best for goal, in
+// rank order, and the names of the rest. A catalog of SelectAbove tools or
+// fewer is returned whole.
+func Select(tools []registry.Tool, goal string) (picked []registry.Tool, rest []string) {
+	if len(tools) <= SelectAbove {
+		return tools, nil
+	}
+	docs := make([]string, len(tools))
+	for i, t := range tools {
+		docs[i] = ToolDocument(t)
+	}
+	top := rank.New(docs).Top(goal, SelectTop)
+	in := map[int]bool{}
+	for _, i := range top {
+		picked = append(picked, tools[i])
+		in[i] = true
+	}
+	for i, t := range tools {
+		if !in[i] {
+			rest = append(rest, t.Name)
+		}
+	}
+	return picked, rest
+}
+
+// othersNote is the prompt's line naming the tools not offered.
+func othersNote(rest []string) string {
+	if len(rest) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("\nOther tools (%d), not offered for this goal: %s\n", len(rest), strings.Join(rest, ", "))
+}
+
+// toolFor returns the planning tool for goal: the catalog's, or, for a
+// catalog of more than SelectAbove tools, one made of the tools selected
+// for the goal, whose prompt names the others.
+func (p *Planner) toolFor(goal string) *Tool {
+	t := p.Tool()
+	if p.opts.Catalog == nil || len(t.Tools) <= SelectAbove {
+		return t
+	}
+	all := registry.Filter(p.opts.Catalog.List(), func(x registry.Tool) bool { return slices.Contains(t.Tools, x.Name) })
+	picked, rest := Select(all, goal)
+	st := Build(t.Version, picked, BuildOptions{Forbidden: p.opts.Forbidden, MaxSteps: p.opts.Engine.Limits().MaxSteps})
+	st.Prompt += othersNote(rest)
+	return st
+}
+
+// The planning tool's answer and return fields, and what the prompt says
+// of them.
+const (
+	answerNote   = "tool_calls only: the answer to the goal, written now with ${i.output.field} where the results go; it is sent as it renders, with no further model call. Leave it out when the answer needs the results read first."
+	returnNote   = "tool_calls only: the value to return instead of an answer, e.g. \"$2.output.items\"."
+	promptAnswer = `When the answer to the goal is the tools' results put into words, write it in "answer" with ${i.output.field} references: it is rendered after the run and sent as it is, which saves a model call.`
+)
