@@ -46,25 +46,7 @@ func systemPrompt(tools []registry.Tool, maxSteps int) string {
 		b.WriteString("\n(none: answer with a direct_response)")
 	}
 	for _, t := range tools {
-		fmt.Fprintf(&b, "\n\n## %s\n", t.Name)
-		desc := strings.TrimSpace(t.Description)
-		if desc == "" {
-			desc = "(no description)"
-		}
-		b.WriteString(desc)
-		fields := outputFields(t.OutputSchema)
-		switch {
-		case t.OutputSchema == nil:
-			b.WriteString("\nOutput: not described; {\"text\": \"...\"} when the tool returns only text.")
-		case len(fields) == 0:
-			b.WriteString("\nOutput: $N.output (no named fields).")
-		default:
-			b.WriteString("\nOutput fields ($N.output.<field>):")
-			for _, f := range fields {
-				b.WriteString("\n- ")
-				b.WriteString(f)
-			}
-		}
+		b.WriteString(toolBlock(t))
 	}
 	b.WriteString("\n")
 	return b.String()

@@ -89,3 +89,57 @@ const (
 	returnNote   = "tool_calls only: the value to return instead of an answer, e.g. \"$2.output.items\"."
 	promptAnswer = `When the answer to the goal is the tools' results put into words, write it in "answer" with ${i.output.field} references: it is rendered after the run and sent as it is, which saves a model call.`
 )
+
+// Lean tool blocks: what the prompt says of each tool it offers.
+const (
+	// maxToolDescription caps a tool's description in the prompt.
+	maxToolDescription = 400
+	// maxBlockFields caps the output fields a block names.
+	maxBlockFields = 24
+)
+
+// toolBlock describes one tool in the prompt in a few lines: its name,
+// its description, and its output fields with their types (the planning
+// schema carries its arguments).
+func toolBlock(t registry.Tool) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n\n## %s\n", t.Name)
+	desc := strings.TrimSpace(t.Description)
+	if desc == "" {
+		desc = "(no description)"
+	}
+	b.WriteString(truncate(desc, maxToolDescription))
+	fields := outputFields(t.OutputSchema)
+	switch {
+	case t.OutputSchema == nil:
+		b.WriteString("\nOutput: not described; {\"text\": \"...\"} when the tool returns only text.")
+	case len(fields) == 0:
+		b.WriteString("\nOutput: $N.output (no named fields).")
+	default:
+		b.WriteString("\nOutput fields ($N.output.<field>): ")
+		total := len(fields)
+		if last := fields[len(fields)-1]; strings.HasPrefix(last, "... and ") {
+			more := 0
+			fmt.Sscanf(last, "... and %d more", &more)
+			fields, total = fields[:len(fields)-1], len(fields)-1+more
+		}
+		n := 0
+		for _, f := range fields {
+			if n == maxBlockFields {
+				break
+			}
+			if n > 0 {
+				b.WriteString(", ")
+			}
+			if i := strings.Index(f, "): "); i >= 0 {
+				f = f[:i+1] // the field's description is left out
+			}
+			b.WriteString(f)
+			n++
+		}
+		if total > n {
+			fmt.Fprintf(&b, ", +%d more", total-n)
+		}
+	}
+	return b.String()
+}
