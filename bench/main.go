@@ -45,6 +45,7 @@ type options struct {
 	only         map[string]bool
 	seed         uint64
 	modelLatency time.Duration
+	tokenLatency time.Duration
 	toolLatency  time.Duration
 	tasks        int
 	nestful      string
@@ -73,6 +74,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	only := fs.String("only", "", "run only these comma-separated `sections`: "+sectionNames())
 	fs.Uint64Var(&c.seed, "seed", 1, "seed of the random DAGs")
 	fs.DurationVar(&c.modelLatency, "model-latency", 800*time.Millisecond, "latency of one simulated model call (quick mode divides it by 100)")
+	fs.DurationVar(&c.tokenLatency, "token-latency", 10*time.Millisecond, "latency of each output token of a simulated model call, on top of -model-latency (quick mode divides it by 100)")
 	fs.DurationVar(&c.toolLatency, "tool-latency", 50*time.Millisecond, "latency of one tool call in the model section (quick mode divides it by 100)")
 	fs.IntVar(&c.tasks, "tasks", 0, "NESTFUL tasks to run in the model section; 0 means all (quick: 20)")
 	fs.StringVar(&c.nestful, "nestful", "", "the NESTFUL `dir`; default ../shared/datasets/nestful next to orchestra's module")
@@ -99,6 +101,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if c.quick {
 		c.modelLatency /= 100
+		c.tokenLatency /= 100
 		c.toolLatency /= 100
 		if c.tasks == 0 {
 			c.tasks = 20

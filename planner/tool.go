@@ -16,7 +16,7 @@ import (
 const ToolName = "__planning__"
 
 // toolDescription is the description of the planning tool.
-const toolDescription = `Submit the plan for the goal: either {"type": "direct_response", "content": "..."} when no tool is needed, or {"type": "tool_calls", "reasoning": "...", "calls": [{"tool_name": "...", "arguments": {...}}]} with the calls to run in order. Arguments may use templates such as "$0.output.field" to pass an earlier call's output.`
+const toolDescription = `Submit the plan for the goal, as the system prompt says: {"type": "tool_calls", "calls": [...]} or {"type": "direct_response", "content": "..."}.`
 
 // Catalog is where the planner reads the tools from; [*registry.Catalog]
 // is one.
@@ -152,10 +152,9 @@ func planningSchema(calls []any, strict bool) map[string]any {
 		return map[string]any{"type": "string", "description": desc}
 	}
 	props := map[string]any{
-		"type": map[string]any{"type": "string", "enum": kinds,
-			"description": "direct_response when no tool is needed; tool_calls to run tools."},
-		"content":   str("direct_response only: the complete answer to the goal." + nullNote(strict)),
-		"reasoning": str("tool_calls only: briefly, why these calls in this order." + nullNote(strict)),
+		"type":      map[string]any{"type": "string", "enum": kinds},
+		"content":   str("direct_response: the answer." + nullNote(strict)),
+		"reasoning": str("tool_calls: why, briefly." + nullNote(strict)),
 	}
 	required := []any{"type", "content", "reasoning"}
 	if len(calls) > 0 {
@@ -164,7 +163,7 @@ func planningSchema(calls []any, strict bool) map[string]any {
 			items = map[string]any{"anyOf": calls}
 		}
 		arr := map[string]any{"type": "array", "items": items,
-			"description": "tool_calls only: the calls, run in order; call i is $i in templates." + nullNote(strict)}
+			"description": "tool_calls: the calls, in order; call i is $i." + nullNote(strict)}
 		if strict {
 			arr["type"] = []any{"array", "null"}
 		}
