@@ -85,9 +85,9 @@ func (p *Planner) toolFor(goal string) *Tool {
 // The planning tool's answer and return fields, and what the prompt says
 // of them.
 const (
-	answerNote   = "tool_calls only: the answer to the goal, written now with ${i.output.field} where the results go; it is sent as it renders, with no further model call. Leave it out when the answer needs the results read first."
-	returnNote   = "tool_calls only: the value to return instead of an answer, e.g. \"$2.output.items\"."
-	promptAnswer = `When the answer to the goal is the tools' results put into words, write it in "answer" with ${i.output.field} references: it is rendered after the run and sent as it is, which saves a model call.`
+	answerNote   = "tool_calls: the reply, with ${i.output.field} where results go."
+	returnNote   = "tool_calls: a value to return, e.g. \"$2.output.items\"."
+	promptAnswer = `Write the reply to the goal in "answer" with ${i.output.field} where the results go: it is rendered after the run and sent as it is, saving a model call. Leave it out only when the results must be read before answering.`
 )
 
 // Lean tool blocks: what the prompt says of each tool it offers.
