@@ -57,7 +57,8 @@ func Run(t *testing.T, cs *mcp.ClientSession, p Probe) {
 }
 
 // ToolsList checks that tools/list shows agent_orchestrate, the built-ins
-// and the probe, each with an input and an output schema.
+// and the probe, each with an input and an output schema, and that the
+// description of agent_orchestrate does not repeat them.
 func ToolsList(t *testing.T, cs *mcp.ClientSession, p Probe) {
 	ctx := t.Context()
 	got := map[string]*mcp.Tool{}
@@ -84,9 +85,11 @@ func ToolsList(t *testing.T, cs *mcp.ClientSession, p Probe) {
 		}
 	}
 	if tool := got[orchestrate.ToolName]; tool != nil {
+		// The client has the listed tools' definitions: the description
+		// does not repeat them.
 		for _, name := range append([]string{p.Tool}, Builtins...) {
-			if !strings.Contains(tool.Description, "\n- "+name+": ") {
-				t.Errorf("the description of %s does not list %s", orchestrate.ToolName, name)
+			if strings.Contains(tool.Description, "\n- "+name+": ") {
+				t.Errorf("the description of %s repeats the listed tool %s", orchestrate.ToolName, name)
 			}
 		}
 	}
