@@ -143,3 +143,51 @@ func toolBlock(t registry.Tool) string {
 	}
 	return b.String()
 }
+
+// compactUnions rewrites, in a non-strict schema, the template
+// alternatives widen adds to simple typed arguments into type lists:
+// {"anyOf": [{"type": "number"}, {"type": "string"}]} becomes
+// {"type": ["number", "string"]}, which says the same in fewer tokens.
+func compactUnions(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, e := range v {
+			v[k] = compactUnions(e)
+		}
+		alts, ok := v["anyOf"].([]any)
+		if !ok || len(alts) != 2 {
+			return v
+		}
+		first, ok1 := alts[0].(map[string]any)
+		second, ok2 := alts[1].(map[string]any)
+		if !ok1 || !ok2 || len(second) != 1 || second["type"] != "string" {
+			return v
+		}
+		t, ok := first["type"].(string)
+		if !ok {
+			return v
+		}
+		for k, e := range first {
+			if k == "type" || (k == "items" && isEmptyMap(e)) {
+				continue
+			}
+			return v // constrained beyond its type: keep the alternative
+		}
+		delete(v, "anyOf")
+		v["type"] = []any{t, "string"}
+		if items, ok := first["items"]; ok {
+			v["items"] = items // providers want an array's items
+		}
+		return v
+	case []any:
+		for i, e := range v {
+			v[i] = compactUnions(e)
+		}
+	}
+	return v
+}
+
+func isEmptyMap(v any) bool {
+	m, ok := v.(map[string]any)
+	return ok && len(m) == 0
+}

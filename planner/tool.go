@@ -113,7 +113,7 @@ func Build(version uint64, tools []registry.Tool, opts BuildOptions) *Tool {
 		}
 		strictCalls = append(strictCalls, callSchema(t.Name, widen(strictArgs, true)))
 	}
-	pt.Loose = planningSchema(looseCalls, false)
+	pt.Loose = compactUnions(planningSchema(looseCalls, false)).(map[string]any)
 	if strictOK {
 		s := planningSchema(strictCalls, true)
 		if problems := strictSize(s); len(problems) > 0 {
