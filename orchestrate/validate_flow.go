@@ -240,10 +240,15 @@ func (v *validator) conditional(s, t *Step, ref *Ref, warn func(code, format str
 }
 
 // toolCalls checks limits.max_tool_calls when every loop's array is known
-// before the run.
+// before the run (and no loop is already over max_iterations).
 func (v *validator) toolCalls() {
 	if len(v.loops) == 0 {
 		return
+	}
+	for _, is := range v.res.Errors {
+		if is.Code == CodeLimitExceeded {
+			return
+		}
 	}
 	var count func(s *Step) (int, bool)
 	count = func(s *Step) (int, bool) {
