@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -75,6 +76,28 @@ func TestLoopOverRealFiles(t *testing.T) {
 		}
 		if report != want.String() {
 			t.Errorf("report:\n%s\nwant:\n%s", report, want.String())
+		}
+	})
+
+	t.Run("the README's example", func(t *testing.T) {
+		readme, err := os.ReadFile("../README.md")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, rest, _ := strings.Cut(string(readme), "### Loops and conditions")
+		_, rest, _ = strings.Cut(rest, "```json\n")
+		block, _, _ := strings.Cut(rest, "```")
+		var args map[string]any
+		if err := json.Unmarshal([]byte(block), &args); err != nil {
+			t.Fatalf("the example is no JSON: %v", err)
+		}
+		args["bindings"] = map[string]any{"dir": files}
+		res, env := servertest.Call(t, cs, args, nil)
+		if res.IsError || env.Artifact.Status != orchestrate.StatusSuccess {
+			t.Fatalf("the plan failed:\n%s", servertest.Text(res))
+		}
+		if report := env.Artifact.Steps[4].Output.(map[string]any)["text"].(string); !strings.HasPrefix(report, "f00.txt: text 0\n") {
+			t.Errorf("report %q", report)
 		}
 	})
 
