@@ -187,6 +187,10 @@ func TestForEachPlanTime(t *testing.T) {
 		plan: `{"id":"reads","for_each":["a","b","c"],"do":{"tool":"read","arguments":{"name":"$item"}}}`,
 		lim:  Limits{MaxToolCalls: 2}, code: CodeLimitExceeded, message: "limits.max_tool_calls",
 	}, {
+		name: "templates in an array",
+		plan: `{"id":"list","tool":"list"},{"id":"reads","for_each":["$list.output.dir"],"do":{"tool":"read","arguments":{"name":"$item"}}}`,
+		code: CodeInvalidValue, path: "plan.steps[1].for_each",
+	}, {
 		name: "loop variable outside the loop",
 		plan: `{"id":"reads","for_each":["a"],"do":{"tool":"read","arguments":{"name":"$item"}}},{"tool":"read","arguments":{"name":"$item"}}`,
 		code: CodeUnknownRef, path: "plan.steps[1].arguments.name",
@@ -337,5 +341,23 @@ func TestForEachGroupBody(t *testing.T) {
 	}
 	if got := env.Artifact.Steps[1].Arguments["first"]; got != "contents of b-2 (1)" {
 		t.Errorf("first = %v", got)
+	}
+}
+
+// Loops nest: the inner loop runs over a field of the outer element, and
+// its body sees both variables.
+func TestForEachNested(t *testing.T) {
+	te := newTestEngine(t, loopCatalog(t, &callLog{}, nil, nil), Limits{})
+	env := te.Run(t.Context(), mustRequest(t, `{"bindings":{"docs":[{"name":"a","parts":["x","y"]},{"name":"b","parts":["z"]}]},"plan":{"steps":[
+		{"id":"outer","for_each":"$bindings.docs","as":"doc","do":
+			{"for_each":"$doc.parts","as":"part","do":{"tool":"read","arguments":{"name":"${doc.name}-${part}","index":"$part_index"}}}}]}}`))
+	te.logs.checkFSM(t)
+	checkLifecycle(t, env, te.rec.calls())
+	if env.Artifact.Status != StatusSuccess {
+		t.Fatalf("status %s: %s", env.Artifact.Status, env.JSON())
+	}
+	got := fmt.Sprint(env.Artifact.Steps[0].Output)
+	if want := "[[map[text:contents of a-x (0)] map[text:contents of a-y (1)]] [map[text:contents of b-z (0)]]]"; got != want {
+		t.Errorf("output %s, want %s", got, want)
 	}
 }

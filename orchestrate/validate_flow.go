@@ -110,6 +110,11 @@ func (v *validator) source(l *Step) *loopSource {
 
 func (v *validator) checkSource(l *Step) *loopSource {
 	if arr, ok := l.ForEach.([]any); ok {
+		if v.containsTemplate(arr) {
+			is := v.errorf(l, CodeInvalidValue, "the elements of a for_each array are used as they are, templates too; reference an array instead (\"$list.output.items\"), or build one with a json_query step")
+			is.Path += ".for_each"
+			return nil
+		}
 		return knownSource(arr)
 	}
 	text, _ := l.ForEach.(string)
