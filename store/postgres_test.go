@@ -34,9 +34,9 @@ func TestMigrationsMatch(t *testing.T) {
 
 func TestRebind(t *testing.T) {
 	for in, want := range map[string]string{
-		`SELECT 1`:                                  `SELECT 1`,
-		`UPDATE runs SET a = ?, b = ? WHERE c = ?`:  `UPDATE runs SET a = $1, b = $2 WHERE c = $3`,
-		`SELECT '?' , "x?" FROM t WHERE a = ?`:      `SELECT '?' , "x?" FROM t WHERE a = $1`,
+		`SELECT 1`: `SELECT 1`,
+		`UPDATE runs SET a = ?, b = ? WHERE c = ?`: `UPDATE runs SET a = $1, b = $2 WHERE c = $3`,
+		`SELECT '?' , "x?" FROM t WHERE a = ?`:     `SELECT '?' , "x?" FROM t WHERE a = $1`,
 		`SELECT 'it''s?' FROM t WHERE a = ? AND ?`: `SELECT 'it''s?' FROM t WHERE a = $1 AND $2`,
 	} {
 		if got := rebind(in); got != want {
