@@ -55,6 +55,8 @@ type ExecutionSummary struct {
 	Status     string     `json:"status"`
 	Tool       string     `json:"tool"`
 	RequestID  string     `json:"request_id,omitempty"`
+	UserID     string     `json:"user_id,omitempty"`
+	Tenant     string     `json:"tenant,omitempty"`
 	StartedAt  time.Time  `json:"started_at"`
 	FinishedAt *time.Time `json:"finished_at,omitempty"`
 	DurationMS int64      `json:"duration_ms"`
@@ -95,6 +97,7 @@ type StepSummary struct {
 func Summary(r *store.Run) ExecutionSummary {
 	s := ExecutionSummary{
 		ExecID: r.ExecID, URI: RecordURI(r.ExecID), Status: string(r.Status), Tool: r.Tool, RequestID: r.RequestID,
+		UserID: r.UserID, Tenant: r.Tenant,
 		StartedAt: r.StartedAt, DurationMS: r.DurationMS, Steps: r.StepCount, Error: r.Error,
 	}
 	if !r.FinishedAt.IsZero() {
