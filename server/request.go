@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"net/http"
 	"strconv"
 
@@ -18,6 +20,7 @@ import (
 func (a *App) orchestrateHandler() mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		ctx = withCallerIDs(ctx, req)
+		ctx = a.withTrace(ctx, req)
 		ctx = toolcontext.EnsureRequestID(ctx)
 		ctx = withHeaderDepth(ctx, req)
 		ctx = withCaller(ctx, req)
@@ -77,6 +80,27 @@ func withCallerIDs(ctx context.Context, req *mcp.CallToolRequest) context.Contex
 		return ctx
 	}
 	return toolcontext.WithIDs(ctx, ids)
+}
+
+// withTrace gives a request its own trace when tracing is on and the
+// caller sent no traceparent: the run's spans join it, and its envelope's
+// trace_id names it. (A caller's traceparent gives its trace id instead.)
+func (a *App) withTrace(ctx context.Context, req *mcp.CallToolRequest) context.Context {
+	if !a.tel.Tracing() || req.Params == nil {
+		return ctx
+	}
+	if tp, ok := req.Params.GetMeta()[toolcontext.MetaTraceparent].(string); ok && tp != "" {
+		return ctx
+	}
+	if _, ok := toolcontext.TraceparentFrom(ctx); ok {
+		return ctx
+	}
+	var b [24]byte
+	rand.Read(b[:])
+	traceID, spanID := hex.EncodeToString(b[:16]), hex.EncodeToString(b[16:])
+	ids, _ := toolcontext.IDsFrom(ctx)
+	ids.TraceID = traceID
+	return toolcontext.WithTraceparent(toolcontext.WithIDs(ctx, ids), "00-"+traceID+"-"+spanID+"-01")
 }
 
 // validCallerID accepts ids of 1 to 128 printable ASCII characters.
