@@ -14,9 +14,11 @@
 // DAGs), fanout (a group of N sleeping children), e2e (a 12-step plan over
 // MCP stdio against the same calls made directly), model (ReAct against
 // plan-execute-respond on the NESTFUL sequences with a simulated model) and
-// http (a trivial plan against a bare tool over Streamable HTTP) and slop
-// (12 echo calls as one orchestra plan against slop-mcp's run_slop, with
-// slop-mcp installed by `npm ci` in bench/slop).
+// http (a trivial plan against a bare tool over Streamable HTTP), loop
+// (listing 20 files, reading each and writing a report, as one orchestra
+// call with for_each against a ReAct loop) and slop (12 echo calls as one
+// orchestra plan against slop-mcp's run_slop, with slop-mcp installed by
+// `npm ci` in bench/slop).
 //
 // Nothing here asserts a time: it measures and reports. Compare ratios
 // within one run; the machine may be shared.
@@ -65,6 +67,7 @@ var sections = []struct {
 	{"e2e", endToEnd},
 	{"model", modelRoundTrips},
 	{"http", httpThroughput},
+	{"loop", loopJob},
 	{"slop", slopPeer},
 }
 

@@ -50,12 +50,13 @@ Example:
  {"id": "r", "tool": "render", "arguments": {"template": "n={{.n}}", "values": {"n": "$q.output.result"}}}
 ], "answer": "${r.output.text}"}}
 
-Step options: timeout_ms, retry {max_attempts, backoff_ms}, on_error: "continue". Group: merge "collect" | "first_success" | "all_settled". "dry_run": true only validates.`
+Step options: timeout_ms, retry {max_attempts, backoff_ms}, on_error: "continue". Group: merge "collect" | "first_success" | "all_settled". "dry_run": true only validates.
+{"id": "reads", "for_each": "$list.output.items", "do": {<step using "$item.path", "$item_index">}, "max_concurrency": 4} runs do per element; its output is the array of their outputs. Any step may have "when": "$check.output.ok" to run only when that value is truthy.`
 
 // maxUnlistedBytes caps what the description spends on the tools a plan
 // can call that tools/list does not show; orchestra_tools describes the
 // rest.
-const maxUnlistedBytes = 240
+const maxUnlistedBytes = 120
 
 // Describe returns the description of agent_orchestrate: how to write a
 // plan, then the tools a plan can call that are not listed to the client

@@ -22,8 +22,8 @@ const DiscoveryToolName = "orchestra_tools"
 const maxDiscovered = 10
 
 type discoveryInput struct {
-	Names []string `json:"names,omitempty" jsonschema:"tools to describe by name"`
-	Query string   `json:"query,omitempty" jsonschema:"words of the goal: the tools that fit it best"`
+	Names []string `json:"names,omitempty"`
+	Query string   `json:"query,omitempty"`
 }
 
 // discoveryOutput is the answer of orchestra_tools, sent as JSON text: it
@@ -50,7 +50,7 @@ func (a *App) syncDiscovery(needed bool) {
 	}
 	mcp.AddTool(a.Server, &mcp.Tool{
 		Name:        DiscoveryToolName,
-		Description: "Describes the tools agent_orchestrate plans can call that are not listed: by names, or the best " + fmt.Sprint(maxDiscovered) + " for a query; with neither, names them all.",
+		Description: "Describes the unlisted tools plans can call: by names, or the " + fmt.Sprint(maxDiscovered) + " best for a query.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
 	}, a.discover)
 }
