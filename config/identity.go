@@ -62,8 +62,6 @@ type Tenant struct {
 	Planner *llm.Config `yaml:"planner,omitempty" json:"planner,omitempty"`
 	// PlanningEnabled false refuses the tenant's prompts: it must send plans.
 	PlanningEnabled *bool `yaml:"planning_enabled,omitempty" json:"planning_enabled,omitempty"`
-	// RateLimit replaces server.rate_limit for the tenant's callers.
-	RateLimit *RateLimit `yaml:"rate_limit,omitempty" json:"rate_limit,omitempty"`
 }
 
 // TenantMatch recognises a tenant's callers: by the name of their static

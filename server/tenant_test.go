@@ -188,3 +188,43 @@ func TestOperatorTokenSeesEveryTool(t *testing.T) {
 		}
 	}
 }
+
+// TestTenantConcurrentPlans: a tenant's max_concurrent_plans refuses its
+// next plan with busy while the others' still run.
+func TestTenantConcurrentPlans(t *testing.T) {
+	pa := &probe{block: make(chan struct{}), started: make(chan struct{}, 1)}
+	pb := &probe{}
+	cfg := tenantConfig(t)
+	a := cfg.Tenants["a"]
+	a.Limits.MaxConcurrentPlans = 1
+	cfg.Tenants["a"] = a
+	app := newApp(t, cfg, pa.tool(t, "a_probe"), pb.tool(t, "b_probe"))
+	srv := httptest.NewServer(app.HTTPHandler(server.HTTPOptions{}))
+	t.Cleanup(srv.Close)
+	alice, bob := connectAs(t, srv, "alice-secret-token"), connectAs(t, srv, "bob-secret-token")
+
+	first := make(chan *servertest.Envelope, 1)
+	go func() {
+		res, err := alice.CallTool(t.Context(), &mcp.CallToolParams{Name: "agent_orchestrate", Arguments: probePlan("a_probe", "first")})
+		if err != nil {
+			first <- nil
+			return
+		}
+		var env servertest.Envelope
+		data, _ := json.Marshal(res.StructuredContent)
+		json.Unmarshal(data, &env)
+		first <- &env
+	}()
+	<-pa.started
+	_, env := servertest.Call(t, alice, probePlan("a_probe", "second"), nil)
+	if len(env.Artifact.ValidationErrors) == 0 || env.Artifact.ValidationErrors[0].Code != "busy" {
+		t.Errorf("alice's second plan: %+v; want busy", env.Artifact)
+	}
+	if _, env := servertest.Call(t, bob, probePlan("b_probe", "x"), nil); !env.Artifact.Success {
+		t.Errorf("bob's plan while alice's runs: %+v", env.Artifact)
+	}
+	close(pa.block)
+	if env := <-first; env == nil || !env.Artifact.Success {
+		t.Errorf("alice's first plan: %+v", env)
+	}
+}
