@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -74,6 +75,21 @@ type RunInfo struct {
 	Source string
 	// Traceparent is the W3C trace context the run was called with, if any.
 	Traceparent string
+
+	added atomic.Int64 // tool steps loops added to Leaves as their arrays resolved
+}
+
+// Steps returns how many tool steps the run makes: Leaves, with each loop's
+// body counted once per element once the loop's array resolved (and not at
+// all when it resolved empty, or the loop ended without running). Progress
+// reaches it when every step ended.
+func (i *RunInfo) Steps() int { return i.Leaves + int(i.added.Load()) }
+
+// grow adds n (which may be negative) to the steps of the run.
+func (i *RunInfo) grow(n int) {
+	if n != 0 {
+		i.added.Add(int64(n))
+	}
 }
 
 // Engine validates and runs plans. It is safe for concurrent use.
