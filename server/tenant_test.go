@@ -228,3 +228,27 @@ func TestTenantConcurrentPlans(t *testing.T) {
 		t.Errorf("alice's first plan: %+v", env)
 	}
 }
+
+// TestTenantLimits: a tenant's lower max_steps refuses its longer plan at
+// plan time, while another tenant keeps the global limit.
+func TestTenantLimits(t *testing.T) {
+	pa, pb := &probe{}, &probe{}
+	cfg := tenantConfig(t)
+	a := cfg.Tenants["a"]
+	a.Limits.MaxSteps = 1
+	cfg.Tenants["a"] = a
+	app := newApp(t, cfg, pa.tool(t, "a_probe"), pb.tool(t, "b_probe"))
+	srv := httptest.NewServer(app.HTTPHandler(server.HTTPOptions{}))
+	t.Cleanup(srv.Close)
+	two := func(tool string) map[string]any {
+		step := map[string]any{"tool": tool, "arguments": map[string]any{"label": "x"}}
+		return map[string]any{"plan": map[string]any{"steps": []any{step, step}}}
+	}
+	_, env := servertest.Call(t, connectAs(t, srv, "alice-secret-token"), two("a_probe"), nil)
+	if len(env.Artifact.ValidationErrors) == 0 || env.Artifact.ValidationErrors[0].Code != "too_many_steps" || pa.calls.Load() != 0 {
+		t.Errorf("tenant a's two-step plan: %+v, %d calls; want too_many_steps before any call", env.Artifact.ValidationErrors, pa.calls.Load())
+	}
+	if _, env := servertest.Call(t, connectAs(t, srv, "bob-secret-token"), two("b_probe"), nil); !env.Artifact.Success {
+		t.Errorf("tenant b's two-step plan: %+v", env.Artifact)
+	}
+}
