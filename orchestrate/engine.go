@@ -54,6 +54,13 @@ type RunOptions struct {
 	// Source says what started the runs ("agent_orchestrate", "cli");
 	// default the engine's tool name. Hooks read it in RunInfo.
 	Source string
+	// AllowTool, when set, narrows the catalog of these runs to the tools
+	// it allows (a tenant's): a plan calling another is refused at plan
+	// time with unknown_tool.
+	AllowTool func(name string) bool
+	// Limits, when set, lower the engine's limits for these runs; a field
+	// above the engine's, or zero, keeps the engine's.
+	Limits *Limits
 }
 
 // RunInfo identifies a run for its hooks.
@@ -133,6 +140,12 @@ func (e *Engine) With(ro RunOptions) *Engine {
 	}
 	if ro.Source != "" {
 		c.source = ro.Source
+	}
+	if ro.AllowTool != nil {
+		c.opts.Tools = allowedTools{c.opts.Tools, ro.AllowTool}
+	}
+	if ro.Limits != nil {
+		c.lim = c.lim.Lower(*ro.Limits)
 	}
 	return &c
 }

@@ -60,6 +60,11 @@ func Secrets(cfg *config.Config) []string {
 				add(t)
 			}
 		}
+		for _, t := range cfg.Server.Auth.Tokens {
+			if v, err := namedTokenValue(t, os.LookupEnv); err == nil {
+				add(v)
+			}
+		}
 		if file := cfg.Server.Auth.TokensFile; file != "" {
 			if data, err := os.ReadFile(file); err == nil {
 				for _, line := range strings.Split(string(data), "\n") {
