@@ -106,7 +106,7 @@ type StepRecord struct {
 	ID        string `json:"id"`
 	Index     int    `json:"index"`
 	Path      string `json:"path"`
-	Type      string `json:"type"` // "tool" or "parallel"
+	Type      string `json:"type"` // "tool", "agent" or "parallel"
 	Tool      string `json:"tool,omitempty"`
 	ResultKey string `json:"result_key,omitempty"`
 	Merge     string `json:"merge,omitempty"`
@@ -290,7 +290,7 @@ func (s *snapshot) envelope() *Envelope {
 	var walk func(rs []*StepRecord, wonRace bool)
 	walk = func(rs []*StepRecord, wonRace bool) {
 		for _, rec := range rs {
-			if rec.Error != nil && (rec.Type == "tool" || rec.Status == StatusSkipped) && !(wonRace && rec.Status == StatusCancelled) {
+			if rec.Error != nil && (rec.Type != "parallel" || rec.Status == StatusSkipped) && !(wonRace && rec.Status == StatusCancelled) {
 				stepErrs = append(stepErrs, rec.Error)
 			}
 			walk(rec.Children, rec.Merge == MergeFirstSuccess && rec.Status == StatusSuccess)

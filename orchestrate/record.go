@@ -27,6 +27,8 @@ func (r *run) buildRecords() {
 			for _, c := range s.Parallel {
 				rec.Children = append(rec.Children, build(c))
 			}
+		} else if s.Agent != "" {
+			rec.Type = "agent"
 		} else {
 			rec.Type = "tool"
 		}
