@@ -362,3 +362,32 @@ func TestAgentsDepth(t *testing.T) {
 		t.Errorf("the inner agent's orchestration was told %q; want depth_exceeded", inner)
 	}
 }
+
+// TestAgentsPlannerSeesThem: the planner is offered the agents as tools,
+// with their descriptions and the output fields its plans may reference.
+func TestAgentsPlannerSeesThem(t *testing.T) {
+	var mu sync.Mutex
+	var planning []*fakeopenai.Request
+	fake := fakeopenai.New(t, func(ctx context.Context, r *fakeopenai.Request) fakeopenai.Reply {
+		mu.Lock()
+		planning = append(planning, r)
+		mu.Unlock()
+		return fakeopenai.Text("no plan")
+	})
+	schema := map[string]any{"type": "object", "properties": map[string]any{"verdict": map[string]any{"type": "string"}}}
+	_, cs := agentsApp(t, fake.URL(), t.TempDir(), map[string]agents.Config{
+		"critic": {Description: "Judges drafts harshly.", OutputSchema: schema},
+	}, nil)
+	runPlan(t, cs, map[string]any{"prompt": "judge my draft"})
+	mu.Lock()
+	defer mu.Unlock()
+	if len(planning) == 0 {
+		t.Fatal("the planner made no model call")
+	}
+	data, _ := json.Marshal(planning[0])
+	for _, want := range []string{"agent__critic", "Judges drafts harshly", "verdict"} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("the planning request does not mention %q", want)
+		}
+	}
+}
