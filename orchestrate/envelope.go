@@ -74,6 +74,8 @@ type Artifact struct {
 	Truncated bool `json:"truncated,omitempty"`
 	// Planner records the model calls of the prompt path.
 	Planner *PlannerInfo `json:"planner,omitempty"`
+	// Agents sums the model calls and tokens of the run's agent steps.
+	Agents *AgentUsage `json:"agents,omitempty"`
 }
 
 // PlannerInfo records what the planner did for a prompt.
@@ -280,6 +282,7 @@ func (s *snapshot) envelope() *Envelope {
 		}
 	}
 	a.Steps = append(a.Steps, s.steps...)
+	a.Agents = agentUsage(a.Steps)
 	if s.plan != nil && s.plan.Type == "direct_response" {
 		a.Response = s.plan.Content
 	}

@@ -150,6 +150,10 @@ func TestAgentsFanOutReport(t *testing.T) {
 	if got := a.Steps[1].Output.(map[string]any)["text"]; got != "A: reader_a read alpha / B: reader_b read beta" {
 		t.Errorf("report = %q", got)
 	}
+	// The agents' model use rolls up into the plan's envelope.
+	if u := a.Agents; u == nil || *u != (orchestrate.AgentUsage{Runs: 2, ModelCalls: 4, ToolCalls: 2, TokensIn: 40, TokensOut: 20}) {
+		t.Errorf("artifact.agents = %+v", u)
+	}
 	for _, c := range a.Steps[0].Children {
 		if c.Type != "agent" || c.Tool != agents.ToolName(map[string]string{"ra": "reader_a", "rb": "reader_b"}[c.ID]) {
 			t.Errorf("step %s: type %s, tool %s; want an agent step", c.ID, c.Type, c.Tool)
