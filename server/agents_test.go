@@ -395,3 +395,20 @@ func TestAgentsPlannerSeesThem(t *testing.T) {
 		}
 	}
 }
+
+// TestAgentsTimeout: an agent whose model does not answer within its
+// step's deadline fails the step with the code timeout.
+func TestAgentsTimeout(t *testing.T) {
+	fake := fakeopenai.New(t, func(ctx context.Context, r *fakeopenai.Request) fakeopenai.Reply {
+		<-ctx.Done() // never answers; the step's deadline ends the request
+		return fakeopenai.Reply{}
+	})
+	_, cs := agentsApp(t, fake.URL(), t.TempDir(), map[string]agents.Config{
+		"sleepy": {Description: "Never answers."},
+	}, nil)
+	res, env := runPlan(t, cs, plan(map[string]any{"id": "s", "agent": "sleepy", "prompt": "go", "timeout_ms": 300}))
+	st := env.Artifact.Steps[0]
+	if !res.IsError || st.Error == nil || st.Error.Code != agents.CodeTimeout {
+		t.Fatalf("step %s, error %+v; want the code timeout", st.Status, st.Error)
+	}
+}
