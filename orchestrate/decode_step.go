@@ -133,6 +133,10 @@ func (d *decoder) step(v any, path string, parent *Step, top, pos int) *Step {
 			}
 			s.Arguments["prompt"] = prompt
 		}
+		// A tool step that calls an agent's tool is an agent step.
+		if name, ok := strings.CutPrefix(s.Tool, AgentToolPrefix); ok && name != "" {
+			s.Agent = name
+		}
 	}
 
 	// Ids default to the step's position. A group's id is settled before its
@@ -256,7 +260,7 @@ func (d *decoder) agentStep(s *Step, path, agent, action, prompt string, with an
 	if prompt == "" && !haveWith && action == "" {
 		return // the request is in arguments, or empty
 	}
-	if s.Arguments != nil && len(s.Arguments) > 0 {
+	if len(s.Arguments) > 0 {
 		d.add(path+".arguments", CodeInvalidValue, "an agent step takes prompt, with and action, or arguments (the agent's request), not both")
 		return
 	}
