@@ -105,7 +105,7 @@ func decodeRequest(args map[string]any) (*ExecutionRequest, error) {
 // inputSchema is the schema of an agent's tool input.
 func inputSchema(actions []string) *jsonschema.Schema {
 	obj := func(desc string) *jsonschema.Schema {
-		return &jsonschema.Schema{Type: "object", Description: desc, AdditionalProperties: &jsonschema.Schema{}}
+		return &jsonschema.Schema{Type: "object", Description: desc}
 	}
 	str := func(desc string) *jsonschema.Schema { return &jsonschema.Schema{Type: "string", Description: desc} }
 	s := &jsonschema.Schema{
