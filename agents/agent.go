@@ -173,7 +173,8 @@ func (a *Agent) AllowedTools() []registry.Tool {
 const maxToolResultBytes = 32 << 10
 
 // call runs the agent for one request. It never panics into the caller's
-// plan: whatever fails is a response with status error.
+// plan: whatever fails is a response with status error, except a caller
+// that stopped waiting, whose step is cancelled.
 func (a *Agent) call(ctx context.Context, cr *registry.CallRequest) (*registry.Result, error) {
 	start := time.Now()
 	child, cctx := a.opts.Engine.StartChild(ctx, ToolName(a.Name))
