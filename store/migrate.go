@@ -12,7 +12,7 @@ import (
 	"strings"
 )
 
-//go:embed migrations/*.sql
+//go:embed migrations/*.sql migrations/postgres/*.sql
 var migrationFiles embed.FS
 
 // A migration moves the schema from version-1 to version.
@@ -23,29 +23,27 @@ type migration struct {
 }
 
 // migrations are the embedded migrations in order. Files are named
-// NNNN_description.sql with increasing numbers; a released file is never
-// edited, only followed by a new one. Numbers are handed out ahead of time
-// to changes made side by side, so they may have gaps, and a database may
-// meet a number below its newest one later: every migration it has not
-// recorded is applied, in order.
-var migrations = loadMigrations(migrationFiles)
+// NNNN_description.sql and numbered from 1 without gaps; a released file is
+// never edited, only followed by a new one.
+var migrations = loadMigrations(migrationFiles, "migrations")
 
-func loadMigrations(fsys fs.FS) []migration {
-	names, err := fs.Glob(fsys, "migrations/*.sql")
+// pgMigrations are their PostgreSQL twins, in migrations/postgres: the
+// same numbers and names, the same schema in PostgreSQL's words.
+var pgMigrations = loadMigrations(migrationFiles, "migrations/postgres")
+
+func loadMigrations(fsys fs.FS, dir string) []migration {
+	names, err := fs.Glob(fsys, dir+"/*.sql")
 	if err != nil {
 		panic("store: listing migrations: " + err.Error())
 	}
 	sort.Strings(names)
 	var ms []migration
-	for _, name := range names {
+	for i, name := range names {
 		base := path.Base(name)
 		num, _, ok := strings.Cut(base, "_")
 		v, err := strconv.Atoi(num)
-		if !ok || err != nil || v < 1 || len(num) != 4 {
-			panic(fmt.Sprintf("store: migration %s: want a name starting NNNN_ (a positive four-digit number)", name))
-		}
-		if len(ms) > 0 && ms[len(ms)-1].version == v {
-			panic(fmt.Sprintf("store: migrations %s.sql and %s both have the number %04d", ms[len(ms)-1].name, name, v))
+		if !ok || err != nil || v != i+1 {
+			panic(fmt.Sprintf("store: migration %s: want a name starting %04d_", name, i+1))
 		}
 		body, err := fs.ReadFile(fsys, name)
 		if err != nil {
@@ -59,16 +57,19 @@ func loadMigrations(fsys fs.FS) []migration {
 const createMigrationsTable = `CREATE TABLE IF NOT EXISTS schema_migrations (
 	version    INTEGER PRIMARY KEY,
 	name       TEXT    NOT NULL,
-	applied_at INTEGER NOT NULL
+	applied_at BIGINT  NOT NULL -- INTEGER on SQLite; PostgreSQL needs 64 bits
 )`
 
 // schemaVersion returns the last migration applied, 0 for an empty database.
 func schemaVersion(ctx context.Context, q interface {
 	QueryRowContext(context.Context, string, ...any) *sql.Row
-}) (int, error) {
+}, pg bool) (int, error) {
 	var exists int
-	if err := q.QueryRowContext(ctx,
-		`SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'schema_migrations'`).Scan(&exists); err != nil {
+	query := `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'schema_migrations'`
+	if pg {
+		query = `SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = 'schema_migrations'`
+	}
+	if err := q.QueryRowContext(ctx, query).Scan(&exists); err != nil {
 		return 0, err
 	}
 	if exists == 0 {
@@ -79,47 +80,17 @@ func schemaVersion(ctx context.Context, q interface {
 	return v, err
 }
 
-// unknownVersion returns a migration the database recorded that ms does not
-// have, or 0: the database was migrated by a newer build.
-func unknownVersion(ctx context.Context, q interface {
-	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
-}, ms []migration) (int, error) {
-	rows, err := q.QueryContext(ctx, `SELECT version FROM schema_migrations ORDER BY version`)
-	if err != nil {
-		return 0, err
-	}
-	defer rows.Close()
-	known := make(map[int]bool, len(ms))
-	for _, m := range ms {
-		known[m.version] = true
-	}
-	for rows.Next() {
-		var v int
-		if err := rows.Scan(&v); err != nil {
-			return 0, err
-		}
-		if !known[v] {
-			return v, nil
-		}
-	}
-	return 0, rows.Err()
-}
-
-// migrate applies the migrations the database has not recorded, each in
-// its own transaction and in order, and refuses a database that recorded a
-// migration it does not know (one made by a newer build). Each transaction
-// takes the write lock first, so processes opening the same database at
-// once apply every migration exactly once.
+// migrate applies the migrations the database lacks, each in its own
+// transaction, and refuses a database migrated past the last one it knows.
+// Each transaction takes the write lock first, so processes opening the same
+// database at once apply every migration exactly once.
 func (s *Store) migrate(ctx context.Context, ms []migration) error {
-	if _, err := s.writer.ExecContext(ctx, createMigrationsTable); err != nil {
+	if err := s.createMigrationsTable(ctx); err != nil {
 		return fmt.Errorf("creating schema_migrations: %w", err)
 	}
-	latest := 0
-	if len(ms) > 0 {
-		latest = ms[len(ms)-1].version
-	}
+	latest := len(ms)
 	for _, m := range ms {
-		applied, err := s.applyMigration(ctx, m, ms, latest)
+		applied, err := s.applyMigration(ctx, m, latest)
 		if err != nil {
 			return err
 		}
@@ -127,16 +98,18 @@ func (s *Store) migrate(ctx context.Context, ms []migration) error {
 			s.log.Info("applied execution store migration", "version", m.version, "name", m.name)
 		}
 	}
-	// A database that applied nothing above may still be too new.
-	if v, err := unknownVersion(ctx, s.writer, ms); err != nil {
+	// A database already past ms applies nothing above; check it here too.
+	v, err := schemaVersion(ctx, s.writer, s.pg)
+	if err != nil {
 		return fmt.Errorf("reading schema version: %w", err)
-	} else if v != 0 {
-		return fmt.Errorf("%w: the database has migration %d, this build knows up to %d", ErrSchemaTooNew, v, latest)
+	}
+	if v > latest {
+		return fmt.Errorf("%w: database at version %d, this build knows up to %d", ErrSchemaTooNew, v, latest)
 	}
 	return nil
 }
 
-func (s *Store) applyMigration(ctx context.Context, m migration, ms []migration, latest int) (applied bool, err error) {
+func (s *Store) applyMigration(ctx context.Context, m migration, latest int) (applied bool, err error) {
 	tx, err := s.writer.BeginTx(ctx, nil)
 	if err != nil {
 		return false, fmt.Errorf("migration %s: %w", m.name, err)
@@ -146,17 +119,21 @@ func (s *Store) applyMigration(ctx context.Context, m migration, ms []migration,
 			tx.Rollback()
 		}
 	}()
-	if v, err := unknownVersion(ctx, tx, ms); err != nil {
-		return false, fmt.Errorf("migration %s: reading schema version: %w", m.name, err)
-	} else if v != 0 {
-		return false, fmt.Errorf("%w: the database has migration %d, this build knows up to %d", ErrSchemaTooNew, v, latest)
+	if err := s.lockSchema(ctx, tx); err != nil {
+		return false, fmt.Errorf("migration %s: %w", m.name, err)
 	}
-	var done int
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE version = ?`, m.version).Scan(&done); err != nil {
+	v, err := schemaVersion(ctx, tx, s.pg)
+	if err != nil {
 		return false, fmt.Errorf("migration %s: reading schema version: %w", m.name, err)
 	}
-	if done > 0 {
+	if v > latest {
+		return false, fmt.Errorf("%w: database at version %d, this build knows up to %d", ErrSchemaTooNew, v, latest)
+	}
+	if v >= m.version {
 		return false, tx.Rollback()
+	}
+	if v != m.version-1 {
+		return false, fmt.Errorf("migration %s: database at version %d, want %d", m.name, v, m.version-1)
 	}
 	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
 		return false, fmt.Errorf("migration %s: %w", m.name, err)
@@ -170,4 +147,36 @@ func (s *Store) applyMigration(ctx context.Context, m migration, ms []migration,
 		return false, fmt.Errorf("migration %s: %w", m.name, err)
 	}
 	return true, nil
+}
+
+// createMigrationsTable creates schema_migrations if it is missing. On
+// PostgreSQL, replicas starting together take the schema lock first:
+// CREATE TABLE IF NOT EXISTS is not safe against a concurrent one there.
+func (s *Store) createMigrationsTable(ctx context.Context) error {
+	tx, err := s.writer.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if err := s.lockSchema(ctx, tx); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, createMigrationsTable); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// schemaLockKey is the PostgreSQL advisory lock that serialises migrations.
+const schemaLockKey = 0x6f72636865737472 // "orchestr"
+
+// lockSchema makes tx wait for any other migration of the same database.
+// SQLite needs nothing: the writer's transactions take the write lock
+// when they begin.
+func (s *Store) lockSchema(ctx context.Context, tx *sql.Tx) error {
+	if !s.pg {
+		return nil
+	}
+	_, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(?)`, int64(schemaLockKey))
+	return err
 }
