@@ -42,6 +42,11 @@ type Options struct {
 	// Orchestrate, when set, is agent_orchestrate as an agent may call it
 	// (only an agent whose tools allow it).
 	Orchestrate *registry.Tool
+	// Scope, when set, returns what the caller in ctx may use (a tenant's
+	// tools and limits): the agent's run is narrowed to it, and a scoped
+	// caller's agent never calls agent_orchestrate. ok false leaves the
+	// run unscoped.
+	Scope func(ctx context.Context) (ro orchestrate.RunOptions, ok bool)
 	// Logger receives the agents' logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -155,14 +160,18 @@ func firstSentence(s string) string {
 }
 
 // AllowedTools returns the catalog tools the agent may call now, sorted.
-func (a *Agent) AllowedTools() []registry.Tool {
+func (a *Agent) AllowedTools() []registry.Tool { return a.allowedTools(nil) }
+
+// allowedTools is AllowedTools within scope, when scope is set: only the
+// tools it allows, and never agent_orchestrate.
+func (a *Agent) allowedTools(scope func(string) bool) []registry.Tool {
 	var out []registry.Tool
 	for _, t := range a.opts.Catalog.List() {
-		if t.Name != orchestrate.ToolName && allows(a.Config.Tools, t.Name) {
+		if t.Name != orchestrate.ToolName && allows(a.Config.Tools, t.Name) && (scope == nil || scope(t.Name)) {
 			out = append(out, t)
 		}
 	}
-	if o := a.opts.Orchestrate; o != nil && allows(a.Config.Tools, orchestrate.ToolName) {
+	if o := a.opts.Orchestrate; o != nil && scope == nil && allows(a.Config.Tools, orchestrate.ToolName) {
 		out = append(out, *o)
 		slices.SortFunc(out, func(x, y registry.Tool) int { return strings.Compare(x.Name, y.Name) })
 	}
@@ -177,13 +186,27 @@ const maxToolResultBytes = 32 << 10
 // that stopped waiting, whose step is cancelled.
 func (a *Agent) call(ctx context.Context, cr *registry.CallRequest) (*registry.Result, error) {
 	start := time.Now()
-	child, cctx := a.opts.Engine.StartChild(ctx, ToolName(a.Name))
+	engine, scope := a.opts.Engine, func(string) bool { return true }
+	scoped := false
+	if a.opts.Scope != nil {
+		if ro, ok := a.opts.Scope(ctx); ok {
+			engine, scoped = engine.With(ro), true
+			if ro.AllowTool != nil {
+				scope = ro.AllowTool
+			}
+		}
+	}
+	child, cctx := engine.StartChild(ctx, ToolName(a.Name))
 	resp := &ExecutionResponse{Status: StatusSuccess, Metadata: Metadata{Agent: a.Name, Model: a.ModelName(), ExecID: child.ExecID()}}
 	var loopErr *orchestrate.Error
 	req, err := decodeRequest(cr.Arguments)
 	if err == nil {
 		resp.RequestID = req.RequestID
-		a.safeRun(cctx, child, req, resp, cr.Progress)
+		var only func(string) bool
+		if scoped {
+			only = scope
+		}
+		a.safeRun(cctx, child, req, resp, only, cr.Progress)
 	} else {
 		resp.Status, resp.Error = StatusError, &ResponseError{Code: CodeInvalidInput, Message: err.Error()}
 	}
@@ -206,14 +229,14 @@ func (a *Agent) call(ctx context.Context, cr *registry.CallRequest) (*registry.R
 
 // safeRun runs the loop; a panic in it is the response's error, and the
 // child run still finishes.
-func (a *Agent) safeRun(ctx context.Context, child *orchestrate.ChildRun, req *ExecutionRequest, resp *ExecutionResponse, progress func(registry.Progress)) {
+func (a *Agent) safeRun(ctx context.Context, child *orchestrate.ChildRun, req *ExecutionRequest, resp *ExecutionResponse, scope func(string) bool, progress func(registry.Progress)) {
 	defer func() {
 		if v := recover(); v != nil {
 			a.log.Error("agent panicked", "exec_id", child.ExecID(), "panic", v, "stack", string(debug.Stack()))
 			resp.Status, resp.Error = StatusError, &ResponseError{Code: orchestrate.CodePanic, Message: fmt.Sprint("internal error: ", v)}
 		}
 	}()
-	a.run(ctx, child, req, resp, progress)
+	a.run(ctx, child, req, resp, scope, progress)
 }
 
 // result turns a response into the tool's result.
@@ -235,7 +258,7 @@ func result(resp *ExecutionResponse) *registry.Result {
 }
 
 // run runs the agent's loop for req and fills resp.
-func (a *Agent) run(ctx context.Context, child *orchestrate.ChildRun, req *ExecutionRequest, resp *ExecutionResponse, progress func(registry.Progress)) {
+func (a *Agent) run(ctx context.Context, child *orchestrate.ChildRun, req *ExecutionRequest, resp *ExecutionResponse, scope func(string) bool, progress func(registry.Progress)) {
 	fail := func(code, msg string) {
 		resp.Status, resp.Error = StatusError, &ResponseError{Code: code, Message: msg}
 	}
@@ -248,7 +271,7 @@ func (a *Agent) run(ctx context.Context, child *orchestrate.ChildRun, req *Execu
 		fail(CodeInvalidInput, err.Error())
 		return
 	}
-	allowed := a.AllowedTools()
+	allowed := a.allowedTools(scope)
 	byName := map[string]registry.Tool{}
 	defs := make([]llm.ToolDef, 0, len(allowed))
 	for _, t := range allowed {

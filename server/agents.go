@@ -11,6 +11,7 @@ import (
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 	"github.com/orchestra-mcp/orchestra/registry"
 	"github.com/orchestra-mcp/orchestra/schemas"
+	"github.com/orchestra-mcp/orchestra/toolcontext"
 )
 
 // addAgents adds the configured agents to the catalog, each the tool
@@ -25,6 +26,7 @@ func (a *App) addAgents() error {
 		Catalog:     a.Catalog,
 		Model:       a.planner.model,
 		Orchestrate: &orch,
+		Scope:       a.agentScope,
 		Logger:      a.log,
 	})
 	if err != nil {
@@ -93,4 +95,16 @@ func (a *App) orchestrateTool() registry.Tool {
 			return out, nil
 		},
 	}
+}
+
+// agentScope narrows an agent's run to its caller's tenant: only the
+// tenant's tools, under its limits (and never agent_orchestrate).
+func (a *App) agentScope(ctx context.Context) (orchestrate.RunOptions, bool) {
+	ids, _ := toolcontext.IDsFrom(ctx)
+	if ids.Tenant == "" {
+		return orchestrate.RunOptions{}, false
+	}
+	t := a.Config.Tenants[ids.Tenant]
+	lim := t.Limits.Limits
+	return orchestrate.RunOptions{AllowTool: func(name string) bool { return allowTool(t, name) }, Limits: &lim}, true
 }

@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -410,5 +411,54 @@ func TestAgentsTimeout(t *testing.T) {
 	st := env.Artifact.Steps[0]
 	if !res.IsError || st.Error == nil || st.Error.Code != agents.CodeTimeout {
 		t.Fatalf("step %s, error %+v; want the code timeout", st.Status, st.Error)
+	}
+}
+
+// TestTenantAgentTools: a tenant's caller runs an agent only within the
+// tenant's tools (never agent_orchestrate), whatever the agent's globs
+// match; the agent's child run is the caller's, in the caller's tenant.
+func TestTenantAgentTools(t *testing.T) {
+	var mu sync.Mutex
+	var offered []string
+	var told string
+	fake := fakeopenai.New(t, func(ctx context.Context, r *fakeopenai.Request) fakeopenai.Reply {
+		mu.Lock()
+		defer mu.Unlock()
+		offered = r.ToolNames()
+		if res := r.ToolResults(); len(res) > 0 {
+			told = res[0]
+			return fakeopenai.Text("done")
+		}
+		return fakeopenai.Call("b_probe", `{"label": "x"}`)
+	})
+	cfg := tenantConfig(t)
+	cfg.Tenants["a"] = config.Tenant{Match: cfg.Tenants["a"].Match, Tools: []string{"a_*", "agent__*"}}
+	cfg.Planner = &llm.Config{Provider: llm.ProviderOpenAI, Model: "fake", BaseURL: fake.URL(), MaxRetries: -1}
+	cfg.Agents = map[string]agents.Config{"helper": {Description: "Helps.", Tools: []string{"*_probe", "agent_orchestrate"}}}
+	pa, pb := &probe{}, &probe{}
+	app := newApp(t, cfg, pa.tool(t, "a_probe"), pb.tool(t, "b_probe"))
+	srv := httptest.NewServer(app.HTTPHandler(server.HTTPOptions{}))
+	t.Cleanup(srv.Close)
+	alice := connectAs(t, srv, "alice-secret-token")
+
+	_, env := runPlan(t, alice, plan(map[string]any{"id": "h", "agent": "helper", "prompt": "probe"}))
+	if env.Artifact.Status != orchestrate.StatusSuccess {
+		t.Fatalf("status %s, errors %v", env.Artifact.Status, env.Artifact.Errors)
+	}
+	mu.Lock()
+	if !slices.Equal(offered, []string{"a_probe"}) || !strings.Contains(told, "not allowed") {
+		t.Errorf("the agent was offered %v and told %q; want only a_probe, and b_probe refused", offered, told)
+	}
+	mu.Unlock()
+	if pb.calls.Load() != 0 {
+		t.Errorf("b_probe ran %d times for tenant a's agent", pb.calls.Load())
+	}
+	out := agentOutput(t, env.Artifact.Steps[0])
+	run, _, err := app.Store().Get(t.Context(), out.Metadata.ExecID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Tenant != "a" || run.UserID != "alice" || run.ParentExecID != env.Metadata.ExecID {
+		t.Errorf("the agent's run: tenant %q, user %q, parent %q", run.Tenant, run.UserID, run.ParentExecID)
 	}
 }
