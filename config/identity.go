@@ -185,6 +185,8 @@ func (c *Config) checkTenantLimits(at string, tl TenantLimits) []string {
 	check("max_step_output_bytes", int64(l.MaxStepOutputBytes), int64(g.MaxStepOutputBytes))
 	check("max_response_bytes", int64(l.MaxResponseBytes), int64(g.MaxResponseBytes))
 	check("max_templates", int64(l.MaxTemplates), int64(g.MaxTemplates))
+	check("max_iterations", int64(l.MaxIterations), int64(g.MaxIterations))
+	check("max_tool_calls", int64(l.MaxToolCalls), int64(g.MaxToolCalls))
 	check("max_concurrent_plans", int64(tl.MaxConcurrentPlans), int64(gPlans))
 	return problems
 }
