@@ -23,6 +23,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/orchestra-mcp/orchestra/internal/fakeopenai"
 	"github.com/orchestra-mcp/orchestra/store"
 )
 
@@ -658,6 +659,59 @@ func TestTSClientOversizedRequest(t *testing.T) {
 				t.Fatalf("%s: %s", c.sdk, out)
 			}
 			t.Logf("%s %s: answered in %d ms", c.sdk, c.version, r.MS)
+		})
+	}
+}
+
+// TestTSClientCallsExposedAgent: an exposed agent is on tools/list with
+// its outputSchema, and the TypeScript clients call it directly with the
+// ExecutionRequest shape; they validate its structuredContent against that
+// schema (a mismatch throws) and see the agent's data.
+func TestTSClientCallsExposedAgent(t *testing.T) {
+	node, err := exec.LookPath("node")
+	dir, _ := filepath.Abs(filepath.Join("testdata", "clients"))
+	if _, serr := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "client")); serr != nil || err != nil {
+		if os.Getenv("ORCHESTRA_REQUIRE_NPM") != "" {
+			t.Fatal("the TypeScript clients are not installed: run `npm ci` in testdata/clients")
+		}
+		t.Skip("the TypeScript clients are not installed: run `npm ci` in testdata/clients")
+	}
+	fake := fakeopenai.New(t, func(ctx context.Context, r *fakeopenai.Request) fakeopenai.Reply {
+		return fakeopenai.Text(`{"count": 3, "summary": "three fruits"}`)
+	})
+	cfg := filepath.Join(t.TempDir(), "orchestra.yaml")
+	if err := os.WriteFile(cfg, []byte(`
+planner: {provider: openai, model: fake, base_url: "`+fake.URL()+`", max_retries: -1}
+agents:
+  counter:
+    description: Counts fruits.
+    instructions: You count fruits.
+    expose: true
+    output_schema:
+      type: object
+      properties: {count: {type: integer}, summary: {type: string}}
+      required: [count, summary]
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	command, _ := json.Marshal([]string{orchestraBin, "serve", "--config", cfg, "--store", "memory"})
+	for _, c := range []struct{ sdk, version string }{{"v1", "2025-11-25"}, {"v2", "2025-11-25"}, {"v2", "2026-07-28"}} {
+		t.Run(c.sdk+"/"+c.version, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, node, filepath.Join(dir, "client.mjs"), c.sdk, "stdio", string(command), c.version, "agent:agent__counter")
+			cmd.Dir = dir
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("node: %v", err)
+			}
+			var r struct {
+				OK    bool   `json:"ok"`
+				Error string `json:"error"`
+			}
+			if err := json.Unmarshal(out, &r); err != nil || !r.OK {
+				t.Fatalf("%s: %s", c.sdk, out)
+			}
 		})
 	}
 }

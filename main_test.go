@@ -93,6 +93,10 @@ func TestCLI(t *testing.T) {
 		{name: "version with an argument", args: []string{"version", "now"}, code: exitInvalid, usage: true, stderr: []string{`unexpected argument "now"`}},
 
 		{name: "run quickstart", args: []string{"run", "examples/quickstart.json"}, code: exitOK, stdout: []string{`"status": "success"`}, stderr: []string{`Plan success: 5 of 5 tool steps succeeded`}},
+		{name: "agents", args: []string{"agents", "--config", "examples/agents/config.yaml"}, code: exitOK, stdout: []string{`(?m)^counter\s+agent__counter\s+scripted:script.jsonl\s+false\s+json_query$`, `(?m)^writer\s+agent__writer\s+\S+\s+true\s+\(none\)$`}},
+		{name: "agents as JSON", args: []string{"agents", "--config", "examples/agents/config.yaml", "--json"}, code: exitOK, stdout: []string{`"tool": "agent__counter"`, `"tools": \[\s*"json_query"\s*\]`, `"actions": \[\s*"headline"`}},
+		{name: "agents without any", args: []string{"agents"}, code: exitOK, stdout: []string{`No agents are configured`}},
+		{name: "run agent steps", args: []string{"run", "--config", "examples/agents/config.yaml", "examples/agents/plan.json"}, code: exitOK, stdout: []string{`"type": "agent"`, `"text": "Fruit season is here: 3 fruits \(apple, pear and plum\)"`}},
 		{name: "run quickstart from stdin", args: []string{"run", "-"}, stdin: string(quickstart), code: exitOK, stdout: []string{`"status": "success"`}},
 		{name: "run a bare plan", args: []string{"run", "testdata/cli/bare_plan.json"}, code: exitOK, stdout: []string{`"text": "hello world"`}},
 		{name: "run a failing plan", args: []string{"run", "testdata/cli/failing.json"}, code: exitFailed, stdout: []string{`"status": "failed"`, `"status": "skipped"`, `"text": "kept"`}, stderr: []string{`1 failed, 1 skipped`, `boom`}},

@@ -27,6 +27,17 @@ func generated(t *testing.T) map[string]string {
 	t.Helper()
 	sections := map[string]string{}
 
+	// The Agents section shows the example that the CLI tests run.
+	agentsConfig, err := os.ReadFile("examples/agents/config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	agentsPlan, err := os.ReadFile("examples/agents/plan.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sections["agents_example"] = "```yaml\n" + string(agentsConfig) + "```\n\n```json\n" + string(agentsPlan) + "```\n"
+
 	var ref strings.Builder
 	for _, c := range cli.Commands() {
 		fmt.Fprintf(&ref, "### `orchestra %s`\n\n%s\n\n```\norchestra %s %s\n", c.Name, c.Summary, c.Name, c.Args)

@@ -15,6 +15,7 @@ import (
 
 	"go.yaml.in/yaml/v4"
 
+	"github.com/orchestra-mcp/orchestra/agents"
 	"github.com/orchestra-mcp/orchestra/internal/duration"
 	"github.com/orchestra-mcp/orchestra/internal/suggest"
 	"github.com/orchestra-mcp/orchestra/llm"
@@ -41,6 +42,9 @@ type Config struct {
 	Planner *llm.Config `yaml:"planner" json:"planner"`
 	// Store keeps the execution records of runs.
 	Store Store `yaml:"store" json:"store"`
+	// Agents are models with instructions and allowed tools, each the
+	// catalog tool agent__<name> (see package agents).
+	Agents map[string]agents.Config `yaml:"agents" json:"agents,omitempty"`
 	// Tenants group HTTP callers, each group with its own tools, limits,
 	// planner and records; see Tenant.
 	Tenants map[string]Tenant `yaml:"tenants,omitempty" json:"tenants,omitempty"`
@@ -358,6 +362,14 @@ func (c *Config) validate() error {
 	}
 	if p := c.Planner; p != nil {
 		problems = append(problems, validatePlanner(p)...)
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.Agents)) {
+		problems = append(problems, c.Agents[name].Validate(name)...)
+		if m := c.Agents[name].Model; m != nil {
+			for _, p := range validatePlanner(m) {
+				problems = append(problems, "agents."+name+".model: "+strings.TrimPrefix(p, "planner."))
+			}
+		}
 	}
 	problems = append(problems, c.validateIdentity()...)
 	for _, name := range slices.Sorted(maps.Keys(c.MCPServers)) {

@@ -77,6 +77,11 @@ type Request struct {
 	MaxTokens int `json:"max_tokens,omitempty"`
 	// Temperature overrides the configured temperature when set.
 	Temperature *float64 `json:"temperature,omitempty"`
+	// ResponseSchema, when set, asks for a text answer that is JSON
+	// matching this JSON Schema, through the provider's JSON schema mode
+	// where it has one (OpenAI's response_format); other providers
+	// ignore it, and the caller validates the answer.
+	ResponseSchema map[string]any `json:"response_schema,omitempty"`
 }
 
 // Usage counts the tokens a call consumed.

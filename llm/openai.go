@@ -159,6 +159,9 @@ func (m *openAIModel) params(req *Request) (openai.ChatCompletionNewParams, erro
 	if t := m.cfg.temperature(req); t != nil {
 		p.Temperature = param.NewOpt(*t)
 	}
+	if req.ResponseSchema != nil {
+		p.ResponseFormat.OfJSONSchema = &shared.ResponseFormatJSONSchemaParam{JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: "answer", Schema: req.ResponseSchema}}
+	}
 	return p, nil
 }
 

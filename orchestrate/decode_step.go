@@ -4,10 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 var stepFields = []string{
-	"id", "result_key", "description", "tool", "tool_name", "arguments", "args", "with", "agent_id", "action_id", "prompt",
+	"id", "result_key", "description", "tool", "tool_name", "arguments", "args", "with", "agent", "agent_id", "action", "action_id", "prompt",
 	"timeout_ms", "retry", "on_error", "parallel", "steps", "type", "max_concurrency", "merge", "merge_strategy",
 	"for_each", "as", "do", "when",
 }
@@ -23,8 +24,8 @@ func (d *decoder) step(v any, path string, parent *Step, top, pos int) *Step {
 		s.depth = parent.depth + 1
 	}
 	var agentID, actionID, prompt, typ string
-	var children any
-	haveChildren := false
+	var children, with any
+	haveChildren, haveWith := false, false
 	var loop loopFields
 	setTool := func(at, name string) {
 		if s.Tool != "" && s.Tool != name {
@@ -65,11 +66,19 @@ func (d *decoder) step(v any, path string, parent *Step, top, pos int) *Step {
 			s.Description = d.str(val, at)
 		case "tool", "tool_name":
 			setTool(at, d.str(val, at))
-		case "arguments", "args", "with":
+		case "arguments", "args":
 			setArgs(at, val)
-		case "agent_id":
+		case "with":
+			with, haveWith = val, true
+		case "agent", "agent_id":
+			if agentID != "" {
+				d.add(at, CodeInvalidValue, "the step names its agent twice (agent and agent_id); keep one")
+			}
 			agentID = d.str(val, at)
-		case "action_id":
+		case "action", "action_id":
+			if actionID != "" {
+				d.add(at, CodeInvalidValue, "the step names its action twice (action and action_id); keep one")
+			}
 			actionID = d.str(val, at)
 		case "prompt":
 			prompt = d.str(val, at)
@@ -93,7 +102,7 @@ func (d *decoder) step(v any, path string, parent *Step, top, pos int) *Step {
 		case "type":
 			typ = d.str(val, at)
 			if typ != "" && typ != "tool" && typ != "agent" && typ != "parallel" && typ != "for_each" {
-				d.add(at, CodeInvalidValue, fmt.Sprintf("step type must be \"tool\", \"parallel\" or \"for_each\", not %q", typ))
+				d.add(at, CodeInvalidValue, fmt.Sprintf("step type must be \"tool\", \"agent\", \"parallel\" or \"for_each\", not %q", typ))
 			}
 		case "max_concurrency":
 			s.MaxConcurrency = d.posInt(val, at)
@@ -109,23 +118,29 @@ func (d *decoder) step(v any, path string, parent *Step, top, pos int) *Step {
 			d.unknown(path, k, stepFields)
 		}
 	}
-	if agentID != "" {
-		name := agentID
+	switch {
+	case agentID != "" || typ == "agent":
+		d.agentStep(s, path, agentID, actionID, prompt, with, haveWith, setTool)
+	default:
+		if haveWith {
+			setArgs(path+".with", with)
+		}
 		if actionID != "" {
-			name = agentID + "__" + actionID
+			d.add(path+".action", CodeInvalidValue, "action needs agent: name the agent whose action this is")
 		}
-		setTool(path+".agent_id", name)
-	} else if actionID != "" {
-		d.add(path+".action_id", CodeInvalidValue, "action_id needs agent_id")
-	}
-	if prompt != "" {
-		if s.Arguments == nil {
-			s.Arguments = map[string]any{}
+		if prompt != "" {
+			if s.Arguments == nil {
+				s.Arguments = map[string]any{}
+			}
+			if _, dup := s.Arguments["prompt"]; dup {
+				d.add(path+".prompt", CodeInvalidValue, "prompt is given both as a step field and as an argument; keep one")
+			}
+			s.Arguments["prompt"] = prompt
 		}
-		if _, dup := s.Arguments["prompt"]; dup {
-			d.add(path+".prompt", CodeInvalidValue, "prompt is given both as a step field and as an argument; keep one")
+		// A tool step that calls an agent's tool is an agent step.
+		if name, ok := strings.CutPrefix(s.Tool, AgentToolPrefix); ok && name != "" {
+			s.Agent = name
 		}
-		s.Arguments["prompt"] = prompt
 	}
 
 	// Ids default to the step's position. A group's id is settled before its
@@ -236,4 +251,42 @@ func (d *decoder) retry(v any, path string) *Retry {
 		r.MaxAttempts = 1
 	}
 	return r
+}
+
+// agentStep completes an agent step: it calls the agent's catalog tool with
+// the AgentHost request made of the step's prompt, with and action. A
+// normalized agent step (tool and arguments already set) decodes to itself.
+func (d *decoder) agentStep(s *Step, path, agent, action, prompt string, with any, haveWith bool, setTool func(at, name string)) {
+	if agent == "" {
+		if name, ok := strings.CutPrefix(s.Tool, AgentToolPrefix); ok && name != "" {
+			agent = name
+		} else {
+			d.add(path+".agent", CodeMissingField, "an agent step names its agent: \"agent\": \"<name>\"")
+			return
+		}
+	}
+	s.Agent = agent
+	setTool(path+".agent", AgentToolPrefix+agent)
+	if prompt == "" && !haveWith && action == "" {
+		return // the request is in arguments, or empty
+	}
+	if len(s.Arguments) > 0 {
+		d.add(path+".arguments", CodeInvalidValue, "an agent step takes prompt, with and action, or arguments (the agent's request), not both")
+		return
+	}
+	s.Arguments = map[string]any{}
+	if prompt != "" {
+		s.Arguments["user_query"] = prompt
+	}
+	if action != "" {
+		s.Arguments["action"] = action
+	}
+	if haveWith && with != nil {
+		m, ok := with.(map[string]any)
+		if !ok {
+			d.add(path+".with", CodeInvalidValue, fmt.Sprintf("with must be an object of named parameters, not %s", jsonTypeOf(with)))
+			return
+		}
+		s.Arguments["parsed_parameters"] = d.values(m, path+".with")
+	}
 }

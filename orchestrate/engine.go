@@ -78,6 +78,9 @@ type RunInfo struct {
 	Source string
 	// Traceparent is the W3C trace context the run was called with, if any.
 	Traceparent string
+	// ParentExecID is the run this one was started under, if any: the run
+	// of the plan whose agent step or nested orchestration started it.
+	ParentExecID string
 
 	added atomic.Int64 // tool steps loops added to Leaves as their arrays resolved
 }
@@ -211,6 +214,7 @@ func (e *Engine) newRun(ctx context.Context, req *Request) *run {
 	r.bytes = runBytes{mem: e.mem, limit: int64(r.lim.MaxRunBytes)}
 	r.info = &RunInfo{ExecID: r.execID, IDs: ids, Depth: r.depth, StartedAt: r.started, Source: e.source}
 	r.info.Traceparent, _ = toolcontext.TraceparentFrom(ctx)
+	r.info.ParentExecID, _ = toolcontext.ExecID(ctx)
 	if req.Plan != nil {
 		// Known before validation on the plan path, so that RunStarted
 		// can describe the run.

@@ -82,6 +82,8 @@ type Artifact struct {
 	Answer string `json:"answer,omitempty"`
 	// Result is the plan's return value, resolved after the run.
 	Result any `json:"result,omitempty"`
+	// Agents sums the model calls and tokens of the run's agent steps.
+	Agents *AgentUsage `json:"agents,omitempty"`
 }
 
 // PlannerInfo records what the planner did for a prompt.
@@ -114,7 +116,7 @@ type StepRecord struct {
 	ID        string `json:"id"`
 	Index     int    `json:"index"`
 	Path      string `json:"path"`
-	Type      string `json:"type"` // "tool", "parallel" or "for_each"
+	Type      string `json:"type"` // "tool", "agent", "parallel" or "for_each"
 	Tool      string `json:"tool,omitempty"`
 	ResultKey string `json:"result_key,omitempty"`
 	Merge     string `json:"merge,omitempty"`
@@ -297,6 +299,7 @@ func (s *snapshot) envelope() *Envelope {
 		}
 	}
 	a.Steps = append(a.Steps, s.steps...)
+	a.Agents = agentUsage(a.Steps)
 	if s.plan != nil && s.plan.Type == "direct_response" {
 		a.Response = s.plan.Content
 	}
@@ -308,7 +311,7 @@ func (s *snapshot) envelope() *Envelope {
 	walk = func(rs []*StepRecord, wonRace bool) {
 		for _, rec := range rs {
 			// A loop's error is its own only when no iteration ran.
-			own := rec.Type == "tool" || rec.Type == TypeForEach && len(rec.Children) == 0
+			own := rec.Type == "tool" || rec.Type == "agent" || rec.Type == TypeForEach && len(rec.Children) == 0
 			if rec.Error != nil && (own || rec.Status == StatusSkipped) && !(wonRace && rec.Status == StatusCancelled) {
 				stepErrs = append(stepErrs, rec.Error)
 			}

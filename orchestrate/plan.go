@@ -20,6 +20,10 @@ const (
 	MergeAllSettled = "all_settled"
 )
 
+// AgentToolPrefix starts the catalog name of every agent: the agent
+// "researcher" is the tool "agent__researcher".
+const AgentToolPrefix = "agent__"
+
 // On-error policies of a step.
 const (
 	OnErrorHalt     = "halt"
@@ -55,7 +59,10 @@ type Step struct {
 	Description string `json:"description,omitempty"`
 
 	// A tool step.
-	Tool      string         `json:"tool,omitempty"`
+	Tool string `json:"tool,omitempty"`
+	// Agent names the agent of an agent step, whose Tool is its catalog
+	// tool (AgentToolPrefix + Agent).
+	Agent     string         `json:"agent,omitempty"`
 	Arguments map[string]any `json:"arguments,omitempty"`
 	TimeoutMS int            `json:"timeout_ms,omitempty"`
 	Retry     *Retry         `json:"retry,omitempty"`

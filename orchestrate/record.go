@@ -36,6 +36,8 @@ func (r *run) buildRecord(s *Step) *StepRecord {
 		}
 	case s.IsLoop():
 		rec.Type, rec.Merge = TypeForEach, s.Merge
+	case s.Agent != "":
+		rec.Type = "agent"
 	default:
 		rec.Type = "tool"
 	}

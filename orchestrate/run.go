@@ -191,6 +191,7 @@ func (r *run) run(ctx context.Context, planner PlanFunc) (env *Envelope) {
 	pctx, cancel := context.WithTimeout(ctx, r.lim.PlanTimeout)
 	defer cancel()
 	pctx = toolcontext.WithDepth(pctx, r.depth+1)
+	pctx = toolcontext.WithExecID(pctx, r.execID)
 	r.schedule(ctx, pctx)
 	return r.finish()
 }

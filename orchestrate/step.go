@@ -91,6 +91,9 @@ func (r *run) call(ctx context.Context, s *Step, tool registry.Tool, args map[st
 		switch {
 		case err == nil: // res.IsError
 			fail = &Error{Code: CodeToolError, Message: toolErrorMessage(res.Text(), res.Structured != nil)}
+			if res.Code != "" {
+				fail.Code = res.Code
+			}
 			failedOutput = res.Structured
 		case errors.As(err, &perr):
 			r.e.log.Error("tool panicked", "exec_id", r.execID, "step_id", s.ID, "tool", s.Tool, "panic", perr.Value, "stack", string(perr.Stack))

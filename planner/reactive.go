@@ -3,16 +3,15 @@ package planner
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/orchestra-mcp/orchestra/llm"
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 	"github.com/orchestra-mcp/orchestra/toolcontext"
+	"github.com/orchestra-mcp/orchestra/toolloop"
 )
 
 const reactiveSystem = `You are orchestra. No plan could be made for the user's goal, so reach it step by step: call the tools you need, one or a few at a time, read their results, and call more if needed. When you have what the goal needs, answer the user in plain text without calling a tool. Do not invent results.`
@@ -40,56 +39,29 @@ func (p *Planner) reactive(ctx context.Context, req *orchestrate.Request, res *R
 	for _, name := range tool.Tools {
 		defs = append(defs, llm.ToolDef{Name: name, Description: tool.descs[name], Parameters: tool.inputs[name]})
 	}
-	maxSteps := p.opts.Engine.Limits().MaxSteps
-	msgs := []llm.Message{{Role: llm.RoleUser, Content: userMessage(req.Prompt, req.Bindings) +
-		"\n\n(Planning failed: " + truncate(perr.Error(), 500) + ")"}}
-	var (
-		steps    []*orchestrate.StepRecord
-		answer   string
-		finished bool
-		loopErr  *orchestrate.Error
-	)
-	for turn := 0; turn <= p.opts.MaxToolSteps; turn++ {
-		r := &llm.Request{System: reactiveSystem, Messages: msgs, Tools: defs, ToolChoice: llm.ToolChoiceAuto}
-		last := turn == p.opts.MaxToolSteps || len(steps) >= maxSteps || len(defs) == 0
-		if last {
-			r.ToolChoice = llm.ToolChoiceNone
-			if len(defs) == 0 {
-				r.Tools, r.ToolChoice = nil, ""
-			}
-			if turn > 0 {
-				r.Messages = append(slices.Clone(msgs), llm.Message{Role: llm.RoleUser, Content: "No more tool calls are allowed: answer now from the results so far."})
-			}
-		}
-		resp, err := p.generate(ctx, info, r)
-		if err != nil {
-			code := orchestrate.CodePlannerFailed
-			if errors.Is(timeoutError(ctx, err), context.DeadlineExceeded) {
-				code = orchestrate.CodeTimeout
-			}
-			loopErr = &orchestrate.Error{Code: code, Message: "reactive fallback: " + err.Error()}
-			break
-		}
-		if len(resp.ToolCalls) == 0 || last {
-			answer = strings.TrimSpace(resp.Text)
-			finished = len(resp.ToolCalls) == 0 || answer != ""
-			if !finished {
-				loopErr = &orchestrate.Error{Code: orchestrate.CodePlannerFailed,
-					Message: fmt.Sprintf("reactive fallback: the model still called tools after %d turns (max_tool_steps) and gave no answer", turn)}
-			}
-			break
-		}
-		msgs = append(msgs, llm.Message{Role: llm.RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls})
-		for _, tc := range resp.ToolCalls {
-			if len(steps) >= maxSteps {
-				msgs = append(msgs, llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID,
-					Content: fmt.Sprintf("error: not run: the limit of %d tool calls was reached", maxSteps)})
-				continue
-			}
+	var steps []*orchestrate.StepRecord
+	loop := &toolloop.Loop{
+		Generate: func(ctx context.Context, r *llm.Request) (*llm.Response, error) { return p.generate(ctx, info, r) },
+		System:   reactiveSystem,
+		Tools:    defs,
+		MaxTurns: p.opts.MaxToolSteps,
+		MaxCalls: p.opts.Engine.Limits().MaxSteps,
+		Call: func(ctx context.Context, tc llm.ToolCall) string {
 			rec, content := p.callTool(ctx, req, tool, tc, len(steps))
 			steps = append(steps, rec)
-			msgs = append(msgs, llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, Content: content})
+			return content
+		},
+	}
+	out := loop.Run(ctx, []llm.Message{{Role: llm.RoleUser, Content: userMessage(req.Prompt, req.Bindings) +
+		"\n\n(Planning failed: " + truncate(perr.Error(), 500) + ")"}})
+	answer, finished := out.Answer, out.Err == nil
+	var loopErr *orchestrate.Error
+	if e := out.Err; e != nil {
+		code := orchestrate.CodePlannerFailed
+		if e.Code == toolloop.CodeTimeout {
+			code = orchestrate.CodeTimeout
 		}
+		loopErr = &orchestrate.Error{Code: code, Message: "reactive fallback: " + e.Message}
 	}
 
 	env := *failed
@@ -146,34 +118,12 @@ func (p *Planner) callTool(ctx context.Context, req *orchestrate.Request, tool *
 	if err := json.Unmarshal(tc.Arguments, &args); err != nil || args == nil {
 		return fail(orchestrate.CodeInvalidArguments, fmt.Sprintf("the arguments of %s are not a JSON object", tc.Name))
 	}
-	rec.Arguments = args
-	doc, err := json.Marshal(map[string]any{"steps": []any{map[string]any{"id": id, "tool": tc.Name, "arguments": args}}})
-	if err != nil {
-		return fail(orchestrate.CodeInvalidArguments, err.Error())
-	}
-	plan, issues := orchestrate.DecodePlan(doc)
-	if len(issues) > 0 {
-		return fail(orchestrate.CodeValidation, issueText(issues))
-	}
-	sub := &orchestrate.Request{Plan: plan, Bindings: req.Bindings, MaxParallel: req.MaxParallel}
-	if dl, ok := ctx.Deadline(); ok {
-		sub.TimeoutMS = max(1, int(time.Until(dl).Milliseconds()))
-	}
-	env := p.opts.Engine.Run(ctx, sub)
-	if len(env.Artifact.ValidationErrors) > 0 {
-		return fail(orchestrate.CodeValidation, issueText(env.Artifact.ValidationErrors))
-	}
-	if len(env.Artifact.Steps) == 0 {
-		msg := "the call did not run"
-		if len(env.Artifact.Errors) > 0 {
-			msg = env.Artifact.Errors[0].Message
-		}
-		return fail(orchestrate.CodeToolError, msg)
-	}
-	*rec = *env.Artifact.Steps[0]
+	rec = p.opts.Engine.CallTool(ctx, id, tc.Name, args, req.Bindings)
 	rec.ID, rec.Index, rec.Path = id, n, fmt.Sprintf("plan.steps[%d]", n)
 	if rec.Error != nil {
-		rec.Error.StepID = id
+		if rec.Error.Code == orchestrate.CodeValidation {
+			return rec, "error: " + rec.Error.Message
+		}
 		return rec, "error: " + rec.Error.Code + ": " + rec.Error.Message
 	}
 	out, err := json.Marshal(rec.Output)
@@ -181,12 +131,4 @@ func (p *Planner) callTool(ctx context.Context, req *orchestrate.Request, tool *
 		return rec, "(the output could not be encoded)"
 	}
 	return rec, truncate(string(out), maxToolResultBytes)
-}
-
-func issueText(issues []*orchestrate.Issue) string {
-	parts := make([]string, len(issues))
-	for i, is := range issues {
-		parts[i] = is.Error() + " [" + is.Code + "]"
-	}
-	return "invalid call: " + strings.Join(parts, "; ")
 }

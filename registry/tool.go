@@ -91,6 +91,9 @@ type Result struct {
 	Content []mcp.Content
 	// IsError reports a tool failure. Its message is in Content.
 	IsError bool
+	// Code, when set on a failure, is a stable code for it (an agent's
+	// max_tool_steps, say) that a plan reports instead of tool_error.
+	Code string
 }
 
 // Output is the value a plan sees as the step's output: the structured

@@ -74,7 +74,7 @@ func (rc *recorder) runStarted(i orchestrate.RunStartedInfo) {
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
 	run := store.Run{ExecID: info.ExecID, RequestID: info.IDs.RequestID, Owner: info.IDs.UserID, Tool: info.Source, StartedAt: info.StartedAt, StepCount: info.Leaves,
-		UserID: info.IDs.UserID, Tenant: info.IDs.Tenant}
+		UserID: info.IDs.UserID, Tenant: info.IDs.Tenant, ParentExecID: info.ParentExecID}
 	if run.Tool == "" {
 		run.Tool = orchestrate.ToolName
 	}

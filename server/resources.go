@@ -62,6 +62,10 @@ type ExecutionSummary struct {
 	DurationMS int64      `json:"duration_ms"`
 	Steps      int        `json:"steps"`
 	Error      string     `json:"error,omitempty"`
+	// Parent is the record of the run that started this one, if any.
+	Parent string `json:"parent,omitempty"`
+	// ParentExecID is that run's exec id.
+	ParentExecID string `json:"parent_exec_id,omitempty"`
 }
 
 // ExecutionPage is the content of orchestra://executions.
@@ -99,6 +103,9 @@ func Summary(r *store.Run) ExecutionSummary {
 		ExecID: r.ExecID, URI: RecordURI(r.ExecID), Status: string(r.Status), Tool: r.Tool, RequestID: r.RequestID,
 		UserID: r.UserID, Tenant: r.Tenant,
 		StartedAt: r.StartedAt, DurationMS: r.DurationMS, Steps: r.StepCount, Error: r.Error,
+	}
+	if r.ParentExecID != "" {
+		s.ParentExecID, s.Parent = r.ParentExecID, RecordURI(r.ParentExecID)
 	}
 	if !r.FinishedAt.IsZero() {
 		t := r.FinishedAt

@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/orchestra-mcp/orchestra/agents"
 	"github.com/orchestra-mcp/orchestra/config"
 	"github.com/orchestra-mcp/orchestra/internal/suggest"
 	"github.com/orchestra-mcp/orchestra/internal/version"
@@ -79,6 +80,7 @@ type App struct {
 	calls     httpCalls // tools/call requests in flight over HTTP
 
 	downstream *mcpserver.Manager // nil without mcpServers
+	agents     []*agents.Agent    // the configured agents, sorted by name
 }
 
 // New builds an App from a configuration.
@@ -153,6 +155,9 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		return nil, err
 	}
 	if a.tenantPlanners, err = newTenantPlanners(cfg, cat, a.Engine, forbidden, a.planner, log); err != nil {
+		return nil, err
+	}
+	if err := a.addAgents(); err != nil {
 		return nil, err
 	}
 	a.Server = mcp.NewServer(&mcp.Implementation{Name: "orchestra", Title: "orchestra", Version: opts.Version}, &mcp.ServerOptions{
@@ -332,6 +337,9 @@ func (a *App) expose(t registry.Tool) bool {
 	}
 	if t.Source == "builtin" {
 		return a.Config.Server.ExposeBuiltinTools()
+	}
+	if t.Source == agents.Source {
+		return a.exposedAgent(t)
 	}
 	if a.downstream != nil {
 		return a.downstream.Exposed(t.Name)

@@ -232,7 +232,7 @@ func decodeCursor(s string) (cursor, error) {
 	return cursor{startedAt: started, seq: seq}, nil
 }
 
-const runColumns = `exec_id, request_id, owner, user_id, tenant, tool, status, started_at, finished_at, duration_ms, step_count, error`
+const runColumns = `exec_id, request_id, owner, user_id, tenant, tool, status, started_at, finished_at, duration_ms, step_count, error, parent_exec_id`
 
 // scanRun scans runColumns followed by extra destinations.
 func scanRun(row interface{ Scan(...any) error }, extra ...any) (*Run, error) {
@@ -241,7 +241,7 @@ func scanRun(row interface{ Scan(...any) error }, extra ...any) (*Run, error) {
 	var started int64
 	var finished sql.NullInt64
 	dest := append([]any{&r.ExecID, &r.RequestID, &r.Owner, &r.UserID, &r.Tenant, &r.Tool, &status, &started, &finished,
-		&r.DurationMS, &r.StepCount, &r.Error}, extra...)
+		&r.DurationMS, &r.StepCount, &r.Error, &r.ParentExecID}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return nil, err
 	}

@@ -102,6 +102,9 @@ type Run struct {
 	StepCount int
 	// Error summarizes why the run did not succeed; see [Store.FinishRun].
 	Error string
+	// ParentExecID is the run that started this one (an agent's run names
+	// the run of the plan that called the agent); "" for a caller's run.
+	ParentExecID string
 }
 
 // StepRecord is the record of one step of a run.

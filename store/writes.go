@@ -157,8 +157,8 @@ type statements struct {
 const (
 	insertRunSQL = `INSERT INTO runs
 		(exec_id, request_id, tool, status, started_at, finished_at, duration_ms, plan, envelope, step_count, error, instance, owner,
-		 user_id, tenant, lease_until)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+		 user_id, tenant, lease_until, parent_exec_id)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	upsertStepSQL = `INSERT INTO steps
 		(exec_id, step_id, idx, path, tool, status, started_at, duration_ms, attempts, output, error)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -261,7 +261,7 @@ func (w *startRunWrite) apply(ctx context.Context, tx *sql.Tx, st *statements) e
 	_, err := bind(ctx, tx, st.insertRun).ExecContext(ctx,
 		r.ExecID, r.RequestID, r.Tool, string(status), r.StartedAt.UnixNano(), nullTime(finishedAt),
 		duration, w.plan, envelope, r.StepCount, errText, w.instance, r.Owner,
-		r.UserID, r.Tenant, w.leaseUntil)
+		r.UserID, r.Tenant, w.leaseUntil, r.ParentExecID)
 	if isConstraint(err, sqlite3.SQLITE_CONSTRAINT_UNIQUE) || isPGConstraint(err, pgUniqueViolation) {
 		return fmt.Errorf("%s: %w", w, ErrExists)
 	}

@@ -143,3 +143,18 @@ const (
 	// HeaderTraceparent holds a W3C traceparent value.
 	HeaderTraceparent = "Traceparent"
 )
+
+type execIDKey struct{}
+
+// WithExecID returns a context recording that the work done under it is
+// part of run execID: a run started under it (an agent's, or a nested
+// orchestration) is that run's child.
+func WithExecID(ctx context.Context, execID string) context.Context {
+	return context.WithValue(ctx, execIDKey{}, execID)
+}
+
+// ExecID returns the exec id of the run that encloses ctx, if any.
+func ExecID(ctx context.Context) (string, bool) {
+	id, ok := ctx.Value(execIDKey{}).(string)
+	return id, ok && id != ""
+}

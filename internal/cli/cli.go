@@ -32,6 +32,7 @@ var commands = []command{
 	{"run", "[--config FILE] [--store PATH] PLAN.json|-", "Run a plan (the tool's input, or just a plan) and print the result envelope as JSON.", cmdRun},
 	{"validate", "[--config FILE] PLAN.json|-", "Check a plan against every plan-time rule without running it.", cmdValidate},
 	{"tools", "[--config FILE] [--json]", "List the tools a plan can call, with their schemas.", cmdTools},
+	{"agents", "[--config FILE] [--json]", "List the configured agents with their tools, models and allowed tools.", cmdAgents},
 	{"version", "", "Print the version.", cmdVersion},
 	{"executions", "[--store PATH] [--json] [--limit N] [--status S] [ID]", "List recent runs from the execution records, newest first, or show one run's envelope and step records.", cmdExecutions},
 	{"plan", `[--config FILE] "goal"|-`, "Ask the configured planner model for a plan and print it, validated, as JSON; nothing runs.", cmdPlan},

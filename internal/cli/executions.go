@@ -111,6 +111,9 @@ func printExecution(env *cliEnv, ex server.Execution) {
 	w := env.stdout
 	fmt.Fprintf(w, "exec id:  %s\nstatus:   %s\nsource:   %s\nstarted:  %s\nduration: %s\n", ex.ExecID, ex.Status, ex.Tool,
 		ex.StartedAt.Local().Format(time.RFC3339), time.Duration(ex.DurationMS)*time.Millisecond)
+	if ex.ParentExecID != "" {
+		fmt.Fprintf(w, "parent:   %s\n", ex.ParentExecID)
+	}
 	if ex.RequestID != "" {
 		fmt.Fprintf(w, "request:  %s\n", ex.RequestID)
 	}

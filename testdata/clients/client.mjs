@@ -12,6 +12,10 @@
 // sends notifications/cancelled) and waits for the server to stop it;
 // "oversized" sends a plan over server.max_request_bytes, which must be
 // answered with an error naming the limit, then a plan that must run.
+// "agent:NAME" lists the tools and calls the exposed agent tool NAME
+// directly with the ExecutionRequest shape; the SDK validates its
+// structuredContent against its outputSchema (and throws if it does not
+// match).
 // It prints one JSON line: {"ok": ..., "version": ..., "tools": ..., "error": ...}.
 import { Client as ClientV1 } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport as StdioV1 } from "@modelcontextprotocol/sdk/client/stdio.js";
@@ -108,6 +112,17 @@ async function main() {
     }
     const { tools } = await client.listTools();
     const names = tools.map((t) => t.name);
+    if (mode.startsWith("agent:")) {
+      const name = mode.slice("agent:".length);
+      const tool = tools.find((t) => t.name === name);
+      if (!tool?.outputSchema) {
+        return { ok: false, version: negotiated(), error: `tools/list has no ${name} with an outputSchema: ${names.join(", ")}` };
+      }
+      const res = await client.callTool({ name, arguments: { user_query: "count the fruits", request_id: "req-ts-1" } });
+      const sc = res.structuredContent;
+      const ok = !res.isError && sc?.status === "success" && sc?.request_id === "req-ts-1" && sc?.result?.data?.count === 3;
+      return { ok, version: negotiated(), structured: sc, error: ok ? undefined : `isError ${res.isError}, ${JSON.stringify(sc)}` };
+    }
     if (!names.includes("agent_orchestrate")) {
       return { ok: false, version: negotiated(), error: `tools/list has no agent_orchestrate: ${names.join(", ")}` };
     }

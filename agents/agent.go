@@ -1,0 +1,560 @@
+package agents
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"text/template"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/orchestra-mcp/orchestra/llm"
+	"github.com/orchestra-mcp/orchestra/orchestrate"
+	"github.com/orchestra-mcp/orchestra/registry"
+	"github.com/orchestra-mcp/orchestra/schemas"
+	"github.com/orchestra-mcp/orchestra/toolloop"
+)
+
+// Source is the catalog source of agent tools.
+const Source = "agents"
+
+// Options are what agents need from their host.
+type Options struct {
+	// Engine runs the agents' tool calls and records their runs.
+	Engine *orchestrate.Engine
+	// Catalog is where the agents' allowed tools are looked up, at each
+	// call: tools that come and go (downstream servers) are seen.
+	Catalog *registry.Catalog
+	// Model is the model of agents that configure none (the planner's);
+	// nil leaves them without one.
+	Model llm.Model
+	// NewModel builds an agent's own model; default llm.New.
+	NewModel func(cfg llm.Config) (llm.Model, error)
+	// Orchestrate, when set, is agent_orchestrate as an agent may call it
+	// (only an agent whose tools allow it).
+	Orchestrate *registry.Tool
+	// Scope, when set, returns what the caller in ctx may use (a tenant's
+	// tools and limits): the agent's run is narrowed to it, and a scoped
+	// caller's agent never calls agent_orchestrate. ok false leaves the
+	// run unscoped.
+	Scope func(ctx context.Context) (ro orchestrate.RunOptions, ok bool)
+	// Logger receives the agents' logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// Agent is one configured agent.
+type Agent struct {
+	Name   string
+	Config Config
+	model  llm.Model
+	data   *jsonschema.Schema // the output_schema, if any
+	opts   Options
+	log    *slog.Logger
+}
+
+// ToolName returns the catalog name of the agent called name.
+func ToolName(name string) string { return orchestrate.AgentToolPrefix + name }
+
+// New builds the agents of a configuration, sorted by name.
+func New(cfgs map[string]Config, opts Options) ([]*Agent, error) {
+	if opts.NewModel == nil {
+		opts.NewModel = func(cfg llm.Config) (llm.Model, error) { return llm.New(cfg, llm.Options{Logger: opts.Logger}) }
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	var out []*Agent
+	var problems []string
+	for _, name := range slices.Sorted(maps.Keys(cfgs)) {
+		cfg := cfgs[name]
+		if p := cfg.Validate(name); len(p) > 0 {
+			problems = append(problems, p...)
+			continue
+		}
+		a := &Agent{Name: name, Config: cfg, model: opts.Model, opts: opts, log: log.With("agent", name)}
+		if cfg.Model != nil {
+			m, err := opts.NewModel(*cfg.Model)
+			if err != nil {
+				problems = append(problems, fmt.Sprintf("agents.%s.model: %v", name, err))
+				continue
+			}
+			a.model = m
+		}
+		if cfg.OutputSchema != nil {
+			a.data, _ = schemaOf(cfg.OutputSchema)
+		}
+		out = append(out, a)
+	}
+	if len(problems) > 0 {
+		return nil, errors.New(strings.Join(problems, "; "))
+	}
+	return out, nil
+}
+
+// Tools builds the agents of a configuration as catalog tools.
+func Tools(cfgs map[string]Config, opts Options) ([]registry.Tool, error) {
+	as, err := New(cfgs, opts)
+	if err != nil {
+		return nil, err
+	}
+	tools := make([]registry.Tool, len(as))
+	for i, a := range as {
+		tools[i] = a.Tool()
+	}
+	return tools, nil
+}
+
+// ModelName names the agent's model, or "" when it has none.
+func (a *Agent) ModelName() string {
+	if a.model == nil {
+		return ""
+	}
+	return a.model.Name()
+}
+
+// Tool returns the agent as a catalog tool.
+func (a *Agent) Tool() registry.Tool {
+	desc := strings.TrimSpace(a.Config.Description)
+	if len(a.Config.Actions) > 0 {
+		var parts []string
+		for _, n := range slices.Sorted(maps.Keys(a.Config.Actions)) {
+			parts = append(parts, n+" ("+firstSentence(a.Config.Actions[n].Description)+")")
+		}
+		desc += " Actions: " + strings.Join(parts, "; ") + "."
+	}
+	desc += " An agent: send user_query (and with); the answer is in result.text"
+	if a.data != nil {
+		desc += " and result.data"
+	}
+	desc += "."
+	return registry.Tool{
+		Name:         ToolName(a.Name),
+		Title:        "Agent " + a.Name,
+		Description:  desc,
+		InputSchema:  inputSchema(slices.Collect(maps.Keys(a.Config.Actions))),
+		OutputSchema: outputSchema(a.data),
+		Annotations:  &mcp.ToolAnnotations{Title: "Agent " + a.Name, OpenWorldHint: ptr(true)},
+		Source:       Source,
+		Call:         a.call,
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func firstSentence(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexAny(s, ".\n"); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}
+
+// AllowedTools returns the catalog tools the agent may call now, sorted.
+func (a *Agent) AllowedTools() []registry.Tool { return a.allowedTools(nil) }
+
+// allowedTools is AllowedTools within scope, when scope is set: only the
+// tools it allows, and never agent_orchestrate.
+func (a *Agent) allowedTools(scope func(string) bool) []registry.Tool {
+	var out []registry.Tool
+	for _, t := range a.opts.Catalog.List() {
+		if t.Name != orchestrate.ToolName && allows(a.Config.Tools, t.Name) && (scope == nil || scope(t.Name)) {
+			out = append(out, t)
+		}
+	}
+	if o := a.opts.Orchestrate; o != nil && scope == nil && allows(a.Config.Tools, orchestrate.ToolName) {
+		out = append(out, *o)
+		slices.SortFunc(out, func(x, y registry.Tool) int { return strings.Compare(x.Name, y.Name) })
+	}
+	return out
+}
+
+// maxToolResultBytes caps a tool result sent back to the model.
+const maxToolResultBytes = 32 << 10
+
+// call runs the agent for one request. It never panics into the caller's
+// plan: whatever fails is a response with status error, except a caller
+// that stopped waiting, whose step is cancelled.
+func (a *Agent) call(ctx context.Context, cr *registry.CallRequest) (*registry.Result, error) {
+	start := time.Now()
+	engine, scope := a.opts.Engine, func(string) bool { return true }
+	scoped := false
+	if a.opts.Scope != nil {
+		if ro, ok := a.opts.Scope(ctx); ok {
+			engine, scoped = engine.With(ro), true
+			if ro.AllowTool != nil {
+				scope = ro.AllowTool
+			}
+		}
+	}
+	child, cctx := engine.StartChild(ctx, ToolName(a.Name))
+	resp := &ExecutionResponse{Status: StatusSuccess, Metadata: Metadata{Agent: a.Name, Model: a.ModelName(), ExecID: child.ExecID()}}
+	var loopErr *orchestrate.Error
+	req, err := decodeRequest(cr.Arguments)
+	if err == nil {
+		resp.RequestID = req.RequestID
+		var only func(string) bool
+		if scoped {
+			only = scope
+		}
+		a.safeRun(cctx, child, req, resp, only, cr.Progress)
+	} else {
+		resp.Status, resp.Error = StatusError, &ResponseError{Code: CodeInvalidInput, Message: err.Error()}
+	}
+	resp.Metadata.DurationMS = time.Since(start).Milliseconds()
+	status := orchestrate.StatusSuccess
+	if resp.Status == StatusError {
+		status = orchestrate.StatusFailed
+		loopErr = &orchestrate.Error{Code: resp.Error.Code, Message: resp.Error.Message}
+	}
+	if errors.Is(ctx.Err(), context.Canceled) {
+		// The caller stopped waiting (a first_success race was won by
+		// another step, the client cancelled): the step is cancelled, not
+		// failed.
+		child.Finish(orchestrate.StatusFailed, resp.Result.Text, &orchestrate.Error{Code: orchestrate.CodeCancelled, Message: "agent " + a.Name + ": cancelled by its caller"})
+		return nil, ctx.Err()
+	}
+	child.Finish(status, resp.Result.Text, loopErr)
+	return result(resp), nil
+}
+
+// safeRun runs the loop; a panic in it is the response's error, and the
+// child run still finishes.
+func (a *Agent) safeRun(ctx context.Context, child *orchestrate.ChildRun, req *ExecutionRequest, resp *ExecutionResponse, scope func(string) bool, progress func(registry.Progress)) {
+	defer func() {
+		if v := recover(); v != nil {
+			a.log.Error("agent panicked", "exec_id", child.ExecID(), "panic", v, "stack", string(debug.Stack()))
+			resp.Status, resp.Error = StatusError, &ResponseError{Code: orchestrate.CodePanic, Message: fmt.Sprint("internal error: ", v)}
+		}
+	}()
+	a.run(ctx, child, req, resp, scope, progress)
+}
+
+// result turns a response into the tool's result.
+func result(resp *ExecutionResponse) *registry.Result {
+	text := resp.Result.Text
+	if resp.Error != nil {
+		text = fmt.Sprintf("agent %s failed (%s): %s", resp.Metadata.Agent, resp.Error.Code, resp.Error.Message)
+	}
+	// The structured content goes out as a plain JSON value, as a
+	// downstream tool's would.
+	var structured any
+	data, _ := json.Marshal(resp)
+	_ = json.Unmarshal(data, &structured)
+	r := &registry.Result{Structured: structured, Content: []mcp.Content{&mcp.TextContent{Text: text}}}
+	if resp.Status == StatusError {
+		r.IsError, r.Code = true, resp.Error.Code
+	}
+	return r
+}
+
+// run runs the agent's loop for req and fills resp.
+func (a *Agent) run(ctx context.Context, child *orchestrate.ChildRun, req *ExecutionRequest, resp *ExecutionResponse, scope func(string) bool, progress func(registry.Progress)) {
+	fail := func(code, msg string) {
+		resp.Status, resp.Error = StatusError, &ResponseError{Code: code, Message: msg}
+	}
+	if a.model == nil {
+		fail(CodeModelError, fmt.Sprintf("agent %s has no model: set agents.%s.model, or configure a planner model for every agent", a.Name, a.Name))
+		return
+	}
+	user, err := a.userMessage(req)
+	if err != nil {
+		fail(CodeInvalidInput, err.Error())
+		return
+	}
+	allowed := a.allowedTools(scope)
+	byName := map[string]registry.Tool{}
+	defs := make([]llm.ToolDef, 0, len(allowed))
+	for _, t := range allowed {
+		byName[t.Name] = t
+		defs = append(defs, llm.ToolDef{Name: t.Name, Description: t.Description, Parameters: parameters(t.InputSchema)})
+	}
+	names := slices.Collect(maps.Keys(byName))
+	slices.Sort(names)
+	system := strings.TrimSpace(a.Config.Instructions)
+	if system == "" {
+		system = "You are the agent " + a.Name + ": " + a.Config.Description
+	}
+	if a.data != nil {
+		schema, _ := json.Marshal(a.Config.OutputSchema)
+		system += "\n\nYour final answer is only a JSON value matching this JSON Schema, with no other text:\n" + string(schema)
+	}
+	maxSteps := a.Config.MaxToolSteps
+	if maxSteps == 0 {
+		maxSteps = DefaultMaxToolSteps
+	}
+	var calls int
+	loop := &toolloop.Loop{
+		Generate: func(ctx context.Context, r *llm.Request) (*llm.Response, error) {
+			return a.generate(ctx, child, resp, r)
+		},
+		System:   system,
+		Tools:    defs,
+		MaxTurns: maxSteps,
+		MaxCalls: a.opts.Engine.Limits().MaxSteps,
+		Call: func(ctx context.Context, tc llm.ToolCall) string {
+			calls++
+			resp.Metadata.ToolCalls++
+			if progress != nil {
+				progress(registry.Progress{Progress: float64(calls), Message: fmt.Sprintf("agent %s: calling %s", a.Name, tc.Name)})
+			}
+			return a.callTool(ctx, child, byName, names, tc)
+		},
+	}
+	out := loop.Run(ctx, []llm.Message{{Role: llm.RoleUser, Content: user}})
+	if e := out.Err; e != nil {
+		code := e.Code
+		if code == toolloop.CodeModelError && ctx.Err() == context.DeadlineExceeded {
+			code = CodeTimeout
+		}
+		fail(code, fmt.Sprintf("agent %s: %s", a.Name, e.Message))
+		return
+	}
+	resp.Result.Text = out.Answer
+	if a.data == nil {
+		return
+	}
+	data, verr := a.parseOutput(out.Answer)
+	if verr != nil {
+		// One repair: the model sees what is wrong with its answer.
+		msgs := append(slices.Clone(out.Messages), llm.Message{Role: llm.RoleAssistant, Content: out.Answer},
+			llm.Message{Role: llm.RoleUser, Content: "Your answer is not valid: " + verr.Error() + ". Answer again with only the JSON value matching the schema."})
+		r := &llm.Request{System: system, Messages: msgs, ResponseSchema: a.Config.OutputSchema}
+		again, err := a.generate(ctx, child, resp, r)
+		if err != nil {
+			fail(CodeModelError, fmt.Sprintf("agent %s: repairing its answer: %v", a.Name, err))
+			return
+		}
+		resp.Result.Text = strings.TrimSpace(again.Text)
+		if data, verr = a.parseOutput(again.Text); verr != nil {
+			fail(CodeInvalidOutput, fmt.Sprintf("agent %s: its answer does not match its output_schema, even after a repair: %v", a.Name, verr))
+			return
+		}
+	}
+	resp.Result.Data = data
+}
+
+// generate makes one model call of the agent and records it as a step.
+// With an output_schema every call asks for it: the model may call tools
+// or answer, and its answer is JSON matching the schema.
+func (a *Agent) generate(ctx context.Context, child *orchestrate.ChildRun, resp *ExecutionResponse, r *llm.Request) (*llm.Response, error) {
+	if a.data != nil {
+		r.ResponseSchema = a.Config.OutputSchema
+	}
+	start := time.Now()
+	out, err := a.model.Generate(ctx, r)
+	resp.Metadata.ModelCalls++
+	rec := &orchestrate.StepRecord{Type: "model", Tool: a.model.Name(), Status: orchestrate.StatusSuccess, Attempts: 1, StartedAt: &start, DurationMS: time.Since(start).Milliseconds()}
+	if err != nil {
+		rec.Status, rec.Error = orchestrate.StatusFailed, &orchestrate.Error{Code: CodeModelError, Message: err.Error()}
+	} else {
+		resp.Metadata.TokensIn += out.Usage.InputTokens
+		resp.Metadata.TokensOut += out.Usage.OutputTokens
+		if out.Model != "" {
+			resp.Metadata.Model = out.Model
+		}
+		calls := []string{}
+		for _, tc := range out.ToolCalls {
+			calls = append(calls, tc.Name)
+		}
+		rec.Output = map[string]any{"text": out.Text, "tool_calls": calls, "tokens_in": out.Usage.InputTokens, "tokens_out": out.Usage.OutputTokens}
+	}
+	child.Step("model", rec)
+	return out, err
+}
+
+// callTool runs one tool call of the model, only if the agent may make it,
+// and returns what the model is told.
+func (a *Agent) callTool(ctx context.Context, child *orchestrate.ChildRun, byName map[string]registry.Tool, names []string, tc llm.ToolCall) string {
+	refuse := func(code, msg string) string {
+		now := time.Now()
+		child.Step("refused", &orchestrate.StepRecord{Type: "tool", Tool: tc.Name, Status: orchestrate.StatusFailed, StartedAt: &now,
+			Error: &orchestrate.Error{Code: code, Message: msg}})
+		return "error: " + msg
+	}
+	t, ok := byName[tc.Name]
+	if !ok {
+		has := "it has no tools"
+		if len(names) > 0 {
+			has = "its tools are " + strings.Join(names, ", ")
+		}
+		return refuse(orchestrate.CodeForbiddenTool, fmt.Sprintf("tool %q is not allowed for agent %s; %s", tc.Name, a.Name, has))
+	}
+	var args map[string]any
+	if err := json.Unmarshal(tc.Arguments, &args); err != nil || args == nil {
+		if len(bytes.TrimSpace(tc.Arguments)) != 0 {
+			return refuse(orchestrate.CodeInvalidArguments, fmt.Sprintf("the arguments of %s are not a JSON object", tc.Name))
+		}
+		args = map[string]any{}
+	}
+	var rec *orchestrate.StepRecord
+	if t.Name == orchestrate.ToolName {
+		rec = a.orchestrate(ctx, child, t, args)
+	} else {
+		rec = child.Call(ctx, t.Name, args)
+	}
+	if rec.Error != nil {
+		if rec.Error.Code == orchestrate.CodeValidation {
+			return "error: " + rec.Error.Message
+		}
+		return "error: " + rec.Error.Code + ": " + rec.Error.Message
+	}
+	out, err := json.Marshal(rec.Output)
+	if err != nil {
+		return "(the output could not be encoded)"
+	}
+	return truncate(string(out), maxToolResultBytes)
+}
+
+// orchestrate runs agent_orchestrate for the agent, at the agent's depth:
+// the limit on nested orchestrations applies.
+func (a *Agent) orchestrate(ctx context.Context, child *orchestrate.ChildRun, t registry.Tool, args map[string]any) *orchestrate.StepRecord {
+	start := time.Now()
+	rec := &orchestrate.StepRecord{Type: "tool", Tool: t.Name, Arguments: args, Attempts: 1, StartedAt: &start, Status: orchestrate.StatusSuccess}
+	res, err := t.Invoke(ctx, &registry.CallRequest{Arguments: args})
+	rec.DurationMS = time.Since(start).Milliseconds()
+	switch {
+	case err != nil:
+		rec.Status, rec.Error = orchestrate.StatusFailed, &orchestrate.Error{Code: orchestrate.CodeToolError, Message: err.Error()}
+	case res.IsError:
+		rec.Output = res.Output()
+		rec.Status, rec.Error = orchestrate.StatusFailed, &orchestrate.Error{Code: orchestrate.CodeToolError, Message: res.Text()}
+		if code := envelopeCode(res.Structured); code != "" {
+			rec.Error.Code = code
+		}
+	default:
+		rec.Output = res.Output()
+	}
+	child.Step("orchestrate", rec)
+	return rec
+}
+
+// envelopeCode returns the code of the first error of an orchestration
+// envelope, if structured is one.
+func envelopeCode(structured any) string {
+	data, err := json.Marshal(structured)
+	if err != nil {
+		return ""
+	}
+	var env struct {
+		Artifact struct {
+			Errors []struct {
+				Code string `json:"code"`
+			} `json:"errors"`
+		} `json:"artifact"`
+	}
+	if json.Unmarshal(data, &env) != nil || len(env.Artifact.Errors) == 0 {
+		return ""
+	}
+	return env.Artifact.Errors[0].Code
+}
+
+// userMessage is the request as the model reads it.
+func (a *Agent) userMessage(req *ExecutionRequest) (string, error) {
+	var b strings.Builder
+	if req.Action != "" {
+		act, ok := a.Config.Actions[req.Action]
+		if !ok {
+			names := slices.Sorted(maps.Keys(a.Config.Actions))
+			return "", fmt.Errorf("agent %s has no action %q; its actions are %v", a.Name, req.Action, names)
+		}
+		params := req.ParsedParameters
+		if params == nil {
+			params = map[string]any{}
+		}
+		if act.InputSchema != nil {
+			s, _ := schemaOf(act.InputSchema)
+			rs, err := schemas.Resolve(s)
+			if err == nil {
+				if err := rs.Validate(params); err != nil {
+					return "", fmt.Errorf("the parameters of action %s: %s", req.Action, schemas.CleanError(err))
+				}
+			}
+		}
+		tmpl, err := template.New(req.Action).Option("missingkey=zero").Parse(act.Prompt)
+		if err != nil {
+			return "", fmt.Errorf("action %s: %w", req.Action, err)
+		}
+		if err := tmpl.Execute(&b, params); err != nil {
+			return "", fmt.Errorf("action %s: %w", req.Action, err)
+		}
+		b.WriteString("\n\n")
+	}
+	if q := strings.TrimSpace(req.UserQuery); q != "" {
+		b.WriteString(q)
+		b.WriteString("\n\n")
+	}
+	if req.Action == "" && len(req.ParsedParameters) > 0 {
+		p, _ := json.Marshal(req.ParsedParameters)
+		b.WriteString("Parameters: " + string(p) + "\n\n")
+	}
+	if len(req.SessionContext) > 0 {
+		p, _ := json.Marshal(req.SessionContext)
+		b.WriteString("Session context: " + string(p) + "\n\n")
+	}
+	if s := strings.TrimSpace(req.AgentInstructions); s != "" {
+		b.WriteString("Instructions for this request: " + s + "\n\n")
+	}
+	msg := strings.TrimSpace(b.String())
+	if msg == "" {
+		return "", errors.New("the request is empty: send user_query (or an action)")
+	}
+	return msg, nil
+}
+
+// parseOutput reads the model's answer as JSON matching the output schema.
+func (a *Agent) parseOutput(text string) (any, error) {
+	text = strings.TrimSpace(text)
+	if s, ok := strings.CutPrefix(text, "```"); ok {
+		s = strings.TrimPrefix(s, "json")
+		text = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(s), "```"))
+	}
+	var v any
+	if err := json.Unmarshal([]byte(text), &v); err != nil {
+		return nil, fmt.Errorf("it is not JSON (%v)", err)
+	}
+	rs, err := schemas.Resolve(a.data)
+	if err != nil {
+		return nil, err
+	}
+	if err := rs.Validate(v); err != nil {
+		return nil, errors.New(schemas.CleanError(err))
+	}
+	return v, nil
+}
+
+// parameters returns a tool's input schema as the model's tool parameters.
+func parameters(s *jsonschema.Schema) map[string]any {
+	if s == nil {
+		return map[string]any{"type": "object"}
+	}
+	data, err := json.Marshal(s)
+	if err != nil {
+		return map[string]any{"type": "object"}
+	}
+	var m map[string]any
+	if json.Unmarshal(data, &m) != nil {
+		return map[string]any{"type": "object"}
+	}
+	return m
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && s[cut]&0xC0 == 0x80 {
+		cut--
+	}
+	return s[:cut] + "... (truncated)"
+}

@@ -1,0 +1,126 @@
+package agents
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+	"text/template"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/orchestra-mcp/orchestra/llm"
+)
+
+// Config is one agent of the agents block of the configuration file.
+type Config struct {
+	// Description tells models (a planner, a client) what the agent is for.
+	Description string `yaml:"description" json:"description"`
+	// Instructions are the agent's system prompt.
+	Instructions string `yaml:"instructions" json:"instructions"`
+	// Model is the agent's model, in the planner block's shape; default the
+	// planner's model.
+	Model *llm.Config `yaml:"model,omitempty" json:"model,omitempty"`
+	// Tools are globs over the catalog's tool names (path.Match syntax,
+	// e.g. "filesystem__read_*"); the agent may call only the tools they
+	// match. None by default.
+	Tools []string `yaml:"tools,omitempty" json:"tools,omitempty"`
+	// MaxToolSteps bounds the model turns that may call tools; default 8.
+	MaxToolSteps int `yaml:"max_tool_steps,omitempty" json:"max_tool_steps,omitempty"`
+	// OutputSchema, when set, is the JSON Schema of the agent's final
+	// answer, which must then be JSON matching it: result.data.
+	OutputSchema map[string]any `yaml:"output_schema,omitempty" json:"output_schema,omitempty"`
+	// Actions are named tasks of the agent, chosen with the request's action.
+	Actions map[string]Action `yaml:"actions,omitempty" json:"actions,omitempty"`
+	// Expose also lists the agent's tool on orchestra's own MCP tool list.
+	Expose bool `yaml:"expose,omitempty" json:"expose,omitempty"`
+}
+
+// Action is a named task of an agent.
+type Action struct {
+	// Description says what the action does.
+	Description string `yaml:"description" json:"description"`
+	// Prompt is a Go text/template over the request's parameters (with):
+	// "Review {{.file}} for {{.concern}}". It is sent before the request's
+	// user_query, if any.
+	Prompt string `yaml:"prompt" json:"prompt"`
+	// InputSchema, when set, is the JSON Schema the parameters must match.
+	InputSchema map[string]any `yaml:"input_schema,omitempty" json:"input_schema,omitempty"`
+}
+
+// DefaultMaxToolSteps is an agent's max_tool_steps when it sets none.
+const DefaultMaxToolSteps = 8
+
+var namePattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,57}$`)
+
+// Validate reports the problems of the agent called name, each naming
+// where it is (agents.<name>.<field>).
+func (c Config) Validate(name string) []string {
+	at := "agents." + name
+	var problems []string
+	if !namePattern.MatchString(name) {
+		problems = append(problems, fmt.Sprintf("%s: an agent's name matches [A-Za-z0-9_-]{1,57} (its tool is agent__<name>)", at))
+	}
+	if strings.TrimSpace(c.Description) == "" {
+		problems = append(problems, at+".description is required: it tells models what the agent is for")
+	}
+	if c.MaxToolSteps < 0 {
+		problems = append(problems, at+".max_tool_steps must not be negative")
+	}
+	for _, g := range c.Tools {
+		if _, err := path.Match(g, ""); err != nil {
+			problems = append(problems, fmt.Sprintf("%s.tools: %q is not a valid glob: %v", at, g, err))
+		}
+	}
+	if c.OutputSchema != nil {
+		if _, err := schemaOf(c.OutputSchema); err != nil {
+			problems = append(problems, fmt.Sprintf("%s.output_schema: %v", at, err))
+		}
+	}
+	for _, an := range slices.Sorted(maps.Keys(c.Actions)) {
+		a := c.Actions[an]
+		aat := at + ".actions." + an
+		if !namePattern.MatchString(an) {
+			problems = append(problems, fmt.Sprintf("%s: an action's name matches [A-Za-z0-9_-]{1,57}", aat))
+		}
+		if _, err := template.New(an).Option("missingkey=zero").Parse(a.Prompt); err != nil {
+			problems = append(problems, fmt.Sprintf("%s.prompt: %v", aat, err))
+		}
+		if a.InputSchema != nil {
+			if _, err := schemaOf(a.InputSchema); err != nil {
+				problems = append(problems, fmt.Sprintf("%s.input_schema: %v", aat, err))
+			}
+		}
+	}
+	return problems
+}
+
+// schemaOf turns a schema written in the configuration into a resolved
+// JSON Schema.
+func schemaOf(m map[string]any) (*jsonschema.Schema, error) {
+	data, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	var s jsonschema.Schema
+	if err := json.Unmarshal(data, &s); err != nil {
+		return nil, err
+	}
+	if _, err := s.Resolve(nil); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// allows reports whether the globs match name.
+func allows(globs []string, name string) bool {
+	for _, g := range globs {
+		if ok, _ := path.Match(g, name); ok {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,170 @@
+package agents
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/google/jsonschema-go/jsonschema"
+)
+
+// ExecutionRequest is what an agent is asked: the input of its tool.
+type ExecutionRequest struct {
+	// UserQuery is what the agent should do ("prompt" is accepted too).
+	UserQuery string `json:"user_query,omitempty"`
+	// Action names one of the agent's actions.
+	Action string `json:"action,omitempty"`
+	// ParsedParameters are the action's parameters ("with" is accepted too).
+	ParsedParameters map[string]any `json:"parsed_parameters,omitempty"`
+	// SessionContext is what the caller knows of the user and the session.
+	SessionContext map[string]any `json:"session_context,omitempty"`
+	// AgentInstructions add to the agent's own instructions for this request.
+	AgentInstructions string `json:"agent_instructions,omitempty"`
+	// RequestID is echoed in the response.
+	RequestID string `json:"request_id,omitempty"`
+}
+
+// Statuses of an [ExecutionResponse].
+const (
+	StatusSuccess = "success"
+	StatusError   = "error"
+	StatusPartial = "partial"
+)
+
+// Error codes of an [ExecutionResponse].
+const (
+	CodeModelError    = "model_error"
+	CodeMaxToolSteps  = "max_tool_steps"
+	CodeInvalidOutput = "invalid_output"
+	CodeTimeout       = "timeout"
+	CodeInvalidInput  = "invalid_input"
+)
+
+// ExecutionResponse is what an agent answers: the structured output of its
+// tool.
+type ExecutionResponse struct {
+	RequestID string         `json:"request_id"`
+	Status    string         `json:"status"`
+	Result    Result         `json:"result"`
+	Error     *ResponseError `json:"error"`
+	Metadata  Metadata       `json:"metadata"`
+}
+
+// Result is an agent's answer: its text, and with an output_schema the
+// JSON data matching it.
+type Result struct {
+	Text string `json:"text"`
+	Data any    `json:"data,omitempty"`
+}
+
+// ResponseError says why an agent did not answer.
+type ResponseError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Metadata is the account of an agent's run.
+type Metadata struct {
+	Agent      string `json:"agent"`
+	Model      string `json:"model"`
+	ModelCalls int    `json:"model_calls"`
+	ToolCalls  int    `json:"tool_calls"`
+	TokensIn   int    `json:"tokens_in"`
+	TokensOut  int    `json:"tokens_out"`
+	DurationMS int64  `json:"duration_ms"`
+	// ExecID names the agent run's execution record, a child of the
+	// caller's.
+	ExecID string `json:"exec_id"`
+}
+
+// decodeRequest reads an ExecutionRequest from a tool's arguments,
+// accepting prompt for user_query and with for parsed_parameters.
+func decodeRequest(args map[string]any) (*ExecutionRequest, error) {
+	a := maps.Clone(args)
+	for alias, name := range map[string]string{"prompt": "user_query", "with": "parsed_parameters"} {
+		if v, ok := a[alias]; ok {
+			if _, both := a[name]; both {
+				return nil, fmt.Errorf("%s and %s are the same field; send one", alias, name)
+			}
+			a[name] = v
+			delete(a, alias)
+		}
+	}
+	data, err := json.Marshal(a)
+	if err != nil {
+		return nil, err
+	}
+	var req ExecutionRequest
+	if err := json.Unmarshal(data, &req); err != nil {
+		return nil, err
+	}
+	return &req, nil
+}
+
+// inputSchema is the schema of an agent's tool input.
+func inputSchema(actions []string) *jsonschema.Schema {
+	obj := func(desc string) *jsonschema.Schema {
+		return &jsonschema.Schema{Type: "object", Description: desc}
+	}
+	str := func(desc string) *jsonschema.Schema { return &jsonschema.Schema{Type: "string", Description: desc} }
+	s := &jsonschema.Schema{
+		Type: "object",
+		Properties: map[string]*jsonschema.Schema{
+			"user_query":         str("What the agent should do."),
+			"prompt":             str("Another name for user_query."),
+			"action":             str("One of the agent's actions."),
+			"parsed_parameters":  obj("The action's parameters."),
+			"with":               obj("Another name for parsed_parameters."),
+			"session_context":    obj("What is known of the user and the session."),
+			"agent_instructions": str("Instructions added to the agent's own for this request."),
+			"request_id":         str("Echoed in the response."),
+		},
+		AdditionalProperties: &jsonschema.Schema{Not: &jsonschema.Schema{}},
+	}
+	if len(actions) > 0 {
+		for _, a := range slices.Sorted(slices.Values(actions)) {
+			s.Properties["action"].Enum = append(s.Properties["action"].Enum, a)
+		}
+	} else {
+		delete(s.Properties, "action")
+	}
+	return s
+}
+
+// outputSchema is the schema of an agent's tool output; data is the
+// agent's output_schema, when it has one.
+func outputSchema(data *jsonschema.Schema) *jsonschema.Schema {
+	integer := func() *jsonschema.Schema { return &jsonschema.Schema{Type: "integer"} }
+	str := func() *jsonschema.Schema { return &jsonschema.Schema{Type: "string"} }
+	result := &jsonschema.Schema{
+		Type:       "object",
+		Properties: map[string]*jsonschema.Schema{"text": str()},
+		Required:   []string{"text"},
+	}
+	if data != nil {
+		result.Properties["data"] = data
+	}
+	return &jsonschema.Schema{
+		Type: "object",
+		Properties: map[string]*jsonschema.Schema{
+			"request_id": str(),
+			"status":     {Type: "string", Enum: []any{StatusSuccess, StatusError, StatusPartial}},
+			"result":     result,
+			"error": {
+				Types:      []string{"object", "null"},
+				Properties: map[string]*jsonschema.Schema{"code": str(), "message": str()},
+				Required:   []string{"code", "message"},
+			},
+			"metadata": {
+				Type: "object",
+				Properties: map[string]*jsonschema.Schema{
+					"agent": str(), "model": str(), "exec_id": str(),
+					"model_calls": integer(), "tool_calls": integer(), "tokens_in": integer(), "tokens_out": integer(), "duration_ms": integer(),
+				},
+				Required: []string{"agent", "model", "model_calls", "tool_calls", "tokens_in", "tokens_out", "duration_ms", "exec_id"},
+			},
+		},
+		Required: []string{"request_id", "status", "result", "error", "metadata"},
+	}
+}

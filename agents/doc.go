@@ -1,0 +1,20 @@
+// Package agents runs configured agents: a model with instructions and a
+// set of allowed tools, run as a bounded tool loop (package toolloop).
+//
+// Every agent is the catalog tool agent__<name>, so that plans call it
+// like any tool (the "agent" step is a tool step of it) and the planner
+// can delegate to it. It speaks the AgentHost contract: its input is an
+// [ExecutionRequest] and its structured output an [ExecutionResponse],
+// whose outputSchema is published with the agent's own output_schema as
+// result.data, so that a plan's template into result.data is checked
+// before anything runs.
+//
+// Each call is a child execution of the run that made it (its records
+// name that run as their parent): its model calls and tool calls are its
+// steps. The loop runs only with the agent's allowed tools, within the
+// caller's deadline and the agent's max_tool_steps; it never panics into
+// the plan, and a loop that fails answers with status "error" and a code.
+//
+//	tools, err := agents.Tools(cfg.Agents, agents.Options{Engine: engine, Catalog: catalog, Model: plannerModel})
+//	catalog.Add(tools...)
+package agents

@@ -1,0 +1,79 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+)
+
+func cmdAgents(ctx context.Context, env *cliEnv, args []string) int {
+	var cf commonFlags
+	fs := newFlagSet(env, "agents", &cf)
+	asJSON := fs.Bool("json", false, "print every agent with its tool, model, allowed tools and schemas as JSON")
+	if code, ok := parse(env, fs, args); !ok {
+		return code
+	}
+	if fs.NArg() > 0 {
+		return env.usageError(fmt.Sprintf("unexpected argument %q", fs.Arg(0)), "agents takes only flags")
+	}
+	cfg, logger, ok := cf.load(env)
+	if !ok {
+		return exitInvalid
+	}
+	app, ok := newApp(ctx, env, cfg, logger)
+	if !ok {
+		return exitInvalid
+	}
+	defer app.Close()
+	type entry struct {
+		Name         string         `json:"name"`
+		Tool         string         `json:"tool"`
+		Description  string         `json:"description"`
+		Model        string         `json:"model"`
+		Tools        []string       `json:"tools"`
+		Globs        []string       `json:"globs"`
+		MaxToolSteps int            `json:"max_tool_steps,omitempty"`
+		Actions      []string       `json:"actions,omitempty"`
+		OutputSchema map[string]any `json:"output_schema,omitempty"`
+		Expose       bool           `json:"expose"`
+	}
+	out := []entry{}
+	for _, a := range app.Agents() {
+		e := entry{Name: a.Name, Tool: a.Tool().Name, Description: a.Config.Description, Model: a.ModelName(), Tools: []string{},
+			Globs: a.Config.Tools, MaxToolSteps: a.Config.MaxToolSteps, OutputSchema: a.Config.OutputSchema, Expose: a.Config.Expose}
+		for _, t := range a.AllowedTools() {
+			e.Tools = append(e.Tools, t.Name)
+		}
+		for n := range a.Config.Actions {
+			e.Actions = append(e.Actions, n)
+		}
+		if e.Globs == nil {
+			e.Globs = []string{}
+		}
+		out = append(out, e)
+	}
+	if *asJSON {
+		writeJSON(env.stdout, map[string]any{"agents": out})
+		return exitOK
+	}
+	if len(out) == 0 {
+		fmt.Fprintln(env.stdout, "No agents are configured: add an agents block to the configuration file (see the README, section Agents).")
+		return exitOK
+	}
+	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "AGENT\tTOOL\tMODEL\tEXPOSED\tALLOWED TOOLS")
+	for _, e := range out {
+		model := e.Model
+		if model == "" {
+			model = "(none: configure a model or a planner)"
+		}
+		tools := strings.Join(e.Tools, ", ")
+		if tools == "" {
+			tools = "(none)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\n", e.Name, e.Tool, model, e.Expose, tools)
+	}
+	tw.Flush()
+	return exitOK
+}

@@ -1,0 +1,174 @@
+package orchestrate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/orchestra-mcp/orchestra/toolcontext"
+)
+
+// ChildRun is a run whose steps come from a loop rather than a plan: an
+// agent's model calls and tool calls, reported to the engine's hooks as
+// they happen, so that the run is recorded (with the run that started it
+// as its parent), logged and traced like any other. Make one with
+// [Engine.StartChild]; end it with Finish.
+type ChildRun struct {
+	r     *run
+	quiet *Engine // runs each tool call as a one-step plan, without hooks
+	mu    sync.Mutex
+	plan  *Plan
+	steps []*StepRecord
+	calls int
+}
+
+// StartChild starts a child run of the run that encloses ctx (see
+// toolcontext.ExecID), recorded with source as its tool. The returned
+// context carries the child's exec id: what runs under it (a nested
+// orchestration) is the child's child.
+func (e *Engine) StartChild(ctx context.Context, source string) (*ChildRun, context.Context) {
+	plan := &Plan{Type: "tool_calls", Schedule: ScheduleSequential, Steps: []*Step{}}
+	r := e.With(RunOptions{Source: source}).newRun(ctx, &Request{Plan: plan})
+	r.plan = plan
+	quiet := *e
+	quiet.hooks = noHooks
+	c := &ChildRun{r: r, quiet: &quiet, plan: plan}
+	callHook(r, "RunStarted", r.hooks.RunStarted, RunStartedInfo{Run: r.info, At: r.started})
+	return c, toolcontext.WithExecID(ctx, r.execID)
+}
+
+// ExecID returns the child run's exec id.
+func (c *ChildRun) ExecID() string { return c.r.execID }
+
+// Record returns where the child run's record can be read, if it is kept.
+func (c *ChildRun) Record() string { return c.r.recordURI }
+
+// Step records a step that is not a tool call (a model call, say): it
+// starts and ends at once with rec, whose ID, Index and Path are set here.
+func (c *ChildRun) Step(kind string, rec *StepRecord) {
+	c.mu.Lock()
+	n := len(c.steps)
+	rec.ID, rec.Index, rec.Path = fmt.Sprintf("%s_%d", kind, n), n, fmt.Sprintf("steps[%d]", n)
+	rec.ExecID = c.r.e.opts.NewID()
+	c.steps = append(c.steps, rec)
+	c.mu.Unlock()
+	callHook(c.r, "StepStarted", c.r.hooks.StepStarted, StepStartedInfo{Run: c.r.info, At: time.Now(), Step: copyRecord(rec)})
+	callHook(c.r, "StepEnded", c.r.hooks.StepEnded, StepEndedInfo{Run: c.r.info, At: time.Now(), Step: copyRecord(rec)})
+}
+
+// Call runs the tool name with args as a step of the child run: a
+// one-step plan of the engine, validated against the tool's input schema
+// and run under the engine's limits within ctx's deadline. It returns the
+// step's record; a failed call has its Error set.
+func (c *ChildRun) Call(ctx context.Context, name string, args map[string]any) *StepRecord {
+	c.mu.Lock()
+	n := len(c.steps)
+	id := fmt.Sprintf("call_%d", c.calls)
+	c.calls++
+	now := time.Now()
+	rec := &StepRecord{ID: id, Index: n, Path: fmt.Sprintf("steps[%d]", n), Type: "tool", Tool: name, Status: StatusRunning,
+		Arguments: args, StartedAt: &now, ExecID: c.r.e.opts.NewID()}
+	c.steps = append(c.steps, rec)
+	c.plan.Steps = append(c.plan.Steps, &Step{ID: id, Tool: name, Arguments: args, index: n, path: rec.Path, key: id, explicit: true})
+	started := copyRecord(rec)
+	c.mu.Unlock()
+	callHook(c.r, "StepStarted", c.r.hooks.StepStarted, StepStartedInfo{Run: c.r.info, At: now, Step: started})
+
+	got := c.quiet.CallTool(ctx, id, name, args, nil)
+	c.mu.Lock()
+	got.ID, got.Index, got.Path, got.ExecID, got.StartedAt = id, n, rec.Path, rec.ExecID, &now
+	got.DurationMS = time.Since(now).Milliseconds()
+	*rec = *got
+	ended := copyRecord(rec)
+	c.mu.Unlock()
+	callHook(c.r, "StepEnded", c.r.hooks.StepEnded, StepEndedInfo{Run: c.r.info, At: time.Now(), Step: ended})
+	return ended
+}
+
+// Finish ends the child run with status (success, failed or partial), the
+// loop's answer and its errors, tells the hooks, and returns its envelope.
+func (c *ChildRun) Finish(status, answer string, errs ...*Error) *Envelope {
+	r := c.r
+	defer r.m.Release()
+	c.mu.Lock()
+	a := &Artifact{
+		Status: status, Success: status == StatusSuccess, Response: answer, Plan: c.plan,
+		Steps: append([]*StepRecord{}, c.steps...), Bindings: map[string]any{}, Errors: []*Error{}, ValidationErrors: []*Issue{},
+	}
+	c.mu.Unlock()
+	for _, rec := range a.Steps {
+		if rec.Error != nil {
+			a.Errors = append(a.Errors, rec.Error)
+		}
+	}
+	for _, e := range errs {
+		if e != nil {
+			r.redactError(e)
+			a.Errors = append(a.Errors, e)
+		}
+	}
+	env := &Envelope{ArtifactID: r.e.opts.NewID(), Artifact: a, Metadata: Metadata{
+		ContextID: r.ids.ContextID, RequestID: r.ids.RequestID, TraceID: r.ids.TraceID, UserID: r.ids.UserID,
+		ToolName: r.info.Source, ExecutedAt: r.started.UTC().Format(time.RFC3339Nano),
+		DurationMS: time.Since(r.started).Milliseconds(), Depth: r.depth, ExecID: r.execID, Record: r.recordURI,
+	}}
+	r.mu.Lock()
+	err := errors.Join(r.internal...)
+	r.mu.Unlock()
+	callHook(r, "RunFinished", r.hooks.RunFinished, RunFinishedInfo{Run: r.info, At: time.Now(), Envelope: env, Err: err})
+	return env
+}
+
+// CallTool runs one call of the tool name with args as a one-step plan
+// whose step is id, and returns the step's record: failed, with a message
+// a model can act on, when the call is invalid or the tool failed. The
+// run's deadline is ctx's; templates in args may reach bindings.
+func (e *Engine) CallTool(ctx context.Context, id, name string, args, bindings map[string]any) *StepRecord {
+	rec := &StepRecord{ID: id, Path: "plan.steps[0]", Type: "tool", Tool: name, Status: StatusFailed, Arguments: args}
+	fail := func(code, msg string) *StepRecord {
+		rec.Error = &Error{StepID: id, Code: code, Message: msg}
+		return rec
+	}
+	doc, err := json.Marshal(map[string]any{"steps": []any{map[string]any{"id": id, "tool": name, "arguments": args}}})
+	if err != nil {
+		return fail(CodeInvalidArguments, err.Error())
+	}
+	plan, issues := DecodePlan(doc)
+	if len(issues) > 0 {
+		return fail(CodeValidation, IssueText(issues))
+	}
+	sub := &Request{Plan: plan, Bindings: bindings}
+	if dl, ok := ctx.Deadline(); ok {
+		sub.TimeoutMS = max(1, int(time.Until(dl).Milliseconds()))
+	}
+	env := e.Run(ctx, sub)
+	if len(env.Artifact.ValidationErrors) > 0 {
+		return fail(CodeValidation, IssueText(env.Artifact.ValidationErrors))
+	}
+	if len(env.Artifact.Steps) == 0 {
+		msg := "the call did not run"
+		if len(env.Artifact.Errors) > 0 {
+			msg = env.Artifact.Errors[0].Message
+		}
+		return fail(CodeToolError, msg)
+	}
+	*rec = *env.Artifact.Steps[0]
+	if rec.Error != nil {
+		rec.Error.StepID = id
+	}
+	return rec
+}
+
+// IssueText describes issues in one line for a model: what is wrong with
+// its call, and how to fix it.
+func IssueText(issues []*Issue) string {
+	parts := make([]string, len(issues))
+	for i, is := range issues {
+		parts[i] = is.Error() + " [" + is.Code + "]"
+	}
+	return "invalid call: " + strings.Join(parts, "; ")
+}

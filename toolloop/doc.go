@@ -1,0 +1,20 @@
+// Package toolloop is the one bounded tool loop of orchestra: a model is
+// offered tools, the calls it makes are run and their results fed back,
+// until it answers in text or runs out of turns.
+//
+// The planner's reactive fallback and every agent run it. The loop knows
+// nothing about how a call is run: the caller's Call function does that
+// (through the engine, under its limits), and tells the model what came
+// of it.
+//
+//	res := (&toolloop.Loop{
+//		Generate: model.Generate,
+//		System:   "You are a researcher.",
+//		Tools:    defs,
+//		MaxTurns: 8,
+//		Call: func(ctx context.Context, tc llm.ToolCall) string {
+//			return runTheTool(ctx, tc)
+//		},
+//	}).Run(ctx, []llm.Message{{Role: llm.RoleUser, Content: "goal"}})
+//	if res.Err != nil { ... res.Err.Code ... }
+package toolloop

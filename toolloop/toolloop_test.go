@@ -1,0 +1,85 @@
+package toolloop_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/orchestra-mcp/orchestra/llm"
+	"github.com/orchestra-mcp/orchestra/toolloop"
+)
+
+func call(name string) llm.Response {
+	return llm.Response{ToolCalls: []llm.ToolCall{{ID: "c", Name: name, Arguments: json.RawMessage(`{}`)}}, Usage: llm.Usage{InputTokens: 3, OutputTokens: 1}}
+}
+
+// The loop runs calls until the model answers, feeding every result back.
+func TestLoopAnswers(t *testing.T) {
+	m := llm.NewScripted([]llm.Response{call("a"), call("b"), {Text: " done "}})
+	var ran []string
+	res := (&toolloop.Loop{
+		Generate: m.Generate, System: "sys", MaxTurns: 5,
+		Tools: []llm.ToolDef{{Name: "a"}, {Name: "b"}},
+		Call: func(ctx context.Context, tc llm.ToolCall) string {
+			ran = append(ran, tc.Name)
+			return "result of " + tc.Name
+		},
+	}).Run(t.Context(), []llm.Message{{Role: llm.RoleUser, Content: "goal"}})
+	if res.Err != nil || res.Answer != "done" || res.Turns != 3 || res.Calls != 2 || res.Usage.InputTokens != 6 {
+		t.Fatalf("result = %+v, err %v", res, res.Err)
+	}
+	if strings.Join(ran, ",") != "a,b" {
+		t.Errorf("ran %v", ran)
+	}
+	last := m.Requests()[2]
+	if got := last.Messages[len(last.Messages)-1]; got.Role != llm.RoleTool || got.Content != "result of b" {
+		t.Errorf("the last result fed back = %+v", got)
+	}
+}
+
+// A model that keeps calling tools gets a last turn with tools forbidden;
+// if it still calls them, the loop ends with max_tool_steps.
+func TestLoopMaxTurns(t *testing.T) {
+	m := llm.NewScripted([]llm.Response{call("a"), call("a"), call("a")})
+	res := (&toolloop.Loop{
+		Generate: m.Generate, MaxTurns: 2, Tools: []llm.ToolDef{{Name: "a"}},
+		Call: func(context.Context, llm.ToolCall) string { return "x" },
+	}).Run(t.Context(), []llm.Message{{Role: llm.RoleUser, Content: "goal"}})
+	if res.Err == nil || res.Err.Code != toolloop.CodeMaxToolSteps || res.Calls != 2 {
+		t.Fatalf("result = %+v, err %v", res, res.Err)
+	}
+	last := m.Requests()[2]
+	if last.ToolChoice != llm.ToolChoiceNone || last.Messages[len(last.Messages)-1].Content != toolloop.FinalPrompt {
+		t.Errorf("the last turn: tool_choice %q, last message %+v", last.ToolChoice, last.Messages[len(last.Messages)-1])
+	}
+}
+
+// Calls beyond MaxCalls are not run; the model is told so.
+func TestLoopMaxCalls(t *testing.T) {
+	two := llm.Response{ToolCalls: []llm.ToolCall{{ID: "1", Name: "a"}, {ID: "2", Name: "a"}}}
+	m := llm.NewScripted([]llm.Response{two, {Text: "ok"}})
+	n := 0
+	res := (&toolloop.Loop{
+		Generate: m.Generate, MaxTurns: 5, MaxCalls: 1, Tools: []llm.ToolDef{{Name: "a"}},
+		Call: func(context.Context, llm.ToolCall) string { n++; return "x" },
+	}).Run(t.Context(), []llm.Message{{Role: llm.RoleUser, Content: "goal"}})
+	if res.Err != nil || n != 1 || !strings.Contains(res.Messages[len(res.Messages)-1].Content, "limit of 1 tool calls") {
+		t.Fatalf("ran %d, result %+v", n, res)
+	}
+}
+
+// A model error ends the loop with model_error; a deadline with timeout.
+func TestLoopModelErrors(t *testing.T) {
+	boom := func(context.Context, *llm.Request) (*llm.Response, error) { return nil, errors.New("boom") }
+	res := (&toolloop.Loop{Generate: boom}).Run(t.Context(), nil)
+	if res.Err == nil || res.Err.Code != toolloop.CodeModelError {
+		t.Errorf("err = %v", res.Err)
+	}
+	late := func(context.Context, *llm.Request) (*llm.Response, error) { return nil, context.DeadlineExceeded }
+	res = (&toolloop.Loop{Generate: late}).Run(t.Context(), nil)
+	if res.Err == nil || res.Err.Code != toolloop.CodeTimeout {
+		t.Errorf("err = %v", res.Err)
+	}
+}
