@@ -99,7 +99,7 @@ func (d *decoder) add(path, code, msg string, suggestions ...string) {
 	d.issues = append(d.issues, &Issue{Path: path, Code: code, Message: msg, Suggestions: suggestions})
 }
 
-var requestFields = []string{"plan", "prompt", "bindings", "timeout_ms", "max_parallel", "dry_run", "fallback"}
+var requestFields = []string{"plan", "prompt", "bindings", "timeout_ms", "max_parallel", "dry_run", "fallback", "context"}
 
 func (d *decoder) request(obj map[string]any) *Request {
 	if _, ok := obj["plan"]; !ok {
@@ -161,6 +161,8 @@ func (d *decoder) request(obj map[string]any) *Request {
 			if req.Fallback != "" && req.Fallback != "reactive" && req.Fallback != "none" {
 				d.add("fallback", CodeInvalidValue, fmt.Sprintf("fallback must be \"reactive\" or \"none\", not %q", req.Fallback))
 			}
+		case "context":
+			req.Context = d.callerContext(v, "context")
 		default:
 			d.unknown("", k, requestFields)
 		}

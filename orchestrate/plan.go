@@ -137,6 +137,8 @@ type Request struct {
 	DryRun bool `json:"dry_run,omitempty"`
 	// Fallback is "reactive" to fall back to a tool loop when planning fails.
 	Fallback string `json:"fallback,omitempty"`
+	// Context is what the caller tells the planner besides the goal.
+	Context *CallerContext `json:"context,omitempty"`
 }
 
 // Issue is a problem with a request or a plan: a validation error or a
