@@ -40,6 +40,8 @@ func systemPrompt(tools []registry.Tool, maxSteps int) string {
 	}
 	b.WriteString("\n\n")
 	b.WriteString(promptTemplates)
+	b.WriteString("\n\n")
+	b.WriteString(promptStructure)
 	fmt.Fprintf(&b, "\n\nTools (%d):", len(tools))
 	if len(tools) == 0 {
 		b.WriteString("\n(none: answer with a direct_response)")

@@ -80,7 +80,7 @@ func Build(version uint64, tools []registry.Tool, opts BuildOptions) *Tool {
 	})
 	slices.SortFunc(tools, func(a, b registry.Tool) int { return strings.Compare(a.Name, b.Name) })
 	pt := &Tool{Version: version, Tools: []string{}, inputs: map[string]map[string]any{}, descs: map[string]string{}}
-	var strictCalls, looseCalls []any
+	var strictCalls, looseCalls, strictGroupCalls []any
 	strictOK := true
 	for _, t := range tools {
 		pt.Tools = append(pt.Tools, t.Name)
@@ -99,7 +99,7 @@ func Build(version uint64, tools []registry.Tool, opts BuildOptions) *Tool {
 			norm["type"] = "object"
 		}
 		pt.inputs[t.Name] = norm
-		looseCalls = append(looseCalls, callSchema(t.Name, widen(norm, true)))
+		looseCalls = append(looseCalls, withStepFields(callSchema(t.Name, widen(norm, true)), false))
 
 		sc := &schemaCtx{root: root}
 		sc.problems = append(sc.problems, nc.problems...)
@@ -111,11 +111,12 @@ func Build(version uint64, tools []registry.Tool, opts BuildOptions) *Tool {
 			}
 			continue
 		}
-		strictCalls = append(strictCalls, callSchema(t.Name, widen(strictArgs, true)))
+		strictCalls = append(strictCalls, withStepFields(callSchema(t.Name, widen(strictArgs, true)), true))
+		strictGroupCalls = append(strictGroupCalls, groupCall(t.Name, widen(strictArgs, true), true))
 	}
-	pt.Loose = planningSchema(looseCalls, false)
+	pt.Loose = planningSchema(looseCalls, nil, false)
 	if strictOK {
-		s := planningSchema(strictCalls, true)
+		s := planningSchema(strictCalls, strictGroupCalls, true)
 		if problems := strictSize(s); len(problems) > 0 {
 			pt.StrictProblems = append(pt.StrictProblems, problems...)
 		} else {
@@ -140,7 +141,7 @@ func callSchema(name string, args any) map[string]any {
 }
 
 // planningSchema is the schema of the planning tool's arguments.
-func planningSchema(calls []any, strict bool) map[string]any {
+func planningSchema(calls, groupCalls []any, strict bool) map[string]any {
 	kinds := []any{"direct_response"}
 	if len(calls) > 0 {
 		kinds = append(kinds, "tool_calls")
@@ -159,27 +160,25 @@ func planningSchema(calls []any, strict bool) map[string]any {
 	}
 	required := []any{"type", "content", "reasoning"}
 	if len(calls) > 0 {
-		var items any = calls[0]
-		if len(calls) > 1 {
-			items = map[string]any{"anyOf": calls}
-		}
+		items := withStructure(props, calls, groupCalls, strict)
 		arr := map[string]any{"type": "array", "items": items,
 			"description": "tool_calls only: the calls, run in order; call i is $i in templates." + nullNote(strict)}
 		if strict {
 			arr["type"] = []any{"array", "null"}
 		}
 		props["calls"] = arr
-		required = append(required, "calls")
+		required = append(required, "calls", "schedule")
 	}
 	if !strict {
 		required = []any{"type"}
 	}
-	return map[string]any{
+	out := map[string]any{
 		"type":                 "object",
 		"properties":           props,
 		"required":             required,
 		"additionalProperties": false,
 	}
+	return out
 }
 
 func nullNote(strict bool) string {
@@ -268,14 +267,7 @@ func (t *Tool) cleanArguments(raw json.RawMessage) json.RawMessage {
 	}
 	if calls, ok := obj["calls"].([]any); ok {
 		for _, c := range calls {
-			cm, ok := c.(map[string]any)
-			if !ok {
-				continue
-			}
-			name, _ := cm["tool_name"].(string)
-			if args, ok := cm["arguments"].(map[string]any); ok {
-				cm["arguments"] = stripNulls(args, t.inputs[name])
-			}
+			t.cleanCall(c)
 		}
 	}
 	b, err := json.Marshal(obj)

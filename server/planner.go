@@ -37,14 +37,14 @@ type plannerSetup struct {
 // newPlanner builds the planner a configuration describes. A planner block
 // that names a model which cannot be built (no API key, no script) is an
 // error here, so that a misconfigured server does not start.
-func newPlanner(cfg *config.Config, cat *registry.Catalog, engine *orchestrate.Engine, forbidden func(string) bool, log *slog.Logger) (*plannerSetup, error) {
+func newPlanner(cfg *config.Config, cat *registry.Catalog, engine *orchestrate.Engine, forbidden func(string) bool, learned planner.Lessons, log *slog.Logger) (*plannerSetup, error) {
 	ps := &plannerSetup{sampling: llm.SamplingOptions{Logger: log}}
 	if pc := cfg.Planner; pc != nil {
 		ps.provider = pc.Provider
 		if pc.Provider == llm.ProviderSampling {
 			ps.sampling.MaxTokens, ps.sampling.Temperature, ps.sampling.Timeout = pc.MaxTokens, pc.Temperature, pc.Timeout.D()
 		} else {
-			m, err := llm.New(*pc, llm.Options{Logger: log})
+			m, err := llm.New(pc.Config, llm.Options{Logger: log})
 			if err != nil {
 				return nil, fmt.Errorf("planner: %w", err)
 			}
@@ -56,14 +56,20 @@ func newPlanner(cfg *config.Config, cat *registry.Catalog, engine *orchestrate.E
 		return nil, err
 	}
 	ps.key = key
+	fallback, contextTokens, insights, reflection := cfg.Planner.PlannerOptions()
 	ps.base = planner.New(planner.Options{
-		Catalog:      cat,
-		Engine:       engine,
-		Model:        ps.model,
-		Forbidden:    forbidden,
-		Attempts:     cfg.Limits.PlannerAttempts,
-		MaxToolSteps: cfg.Limits.MaxToolSteps,
-		Logger:       log,
+		Catalog:       cat,
+		Engine:        engine,
+		Model:         ps.model,
+		Forbidden:     forbidden,
+		Attempts:      cfg.Limits.PlannerAttempts,
+		MaxToolSteps:  cfg.Limits.MaxToolSteps,
+		Logger:        log,
+		Fallback:      fallback,
+		ContextTokens: contextTokens,
+		Lessons:       learned,
+		Insights:      insights,
+		Reflection:    reflection,
 	})
 	return ps, nil
 }
