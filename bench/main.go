@@ -13,8 +13,11 @@
 // (sequential, parallel groups and dag against the critical path of random
 // DAGs), fanout (a group of N sleeping children), e2e (a 12-step plan over
 // MCP stdio against the same calls made directly), model (ReAct against
-// plan-execute-respond on the NESTFUL sequences with a simulated model) and
-// http (a trivial plan against a bare tool over Streamable HTTP).
+// plan-execute-respond on the NESTFUL sequences with a simulated model),
+// http (a trivial plan against a bare tool over Streamable HTTP) and repair
+// (how often planning ends in a valid plan, at first and after repair, with
+// and without lessons of earlier runs, with a simulated model that makes
+// the mistakes validation catches).
 //
 // Nothing here asserts a time: it measures and reports. Compare ratios
 // within one run; the machine may be shared.
@@ -62,6 +65,7 @@ var sections = []struct {
 	{"e2e", endToEnd},
 	{"model", modelRoundTrips},
 	{"http", httpThroughput},
+	{"repair", repairQuality},
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
