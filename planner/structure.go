@@ -10,11 +10,11 @@ import (
 // planning schema carries them (strict and loose alike) and the prompt says
 // when to use them, in few words: every planning call pays for them.
 
-const promptStructure = `Structure, when it helps:
-- Calls that do not need each other's results can run at the same time: put them in a group, {"parallel": [call, call, ...]}, as one item of calls. Calls in one group cannot reference each other.
-- "result_key": "name" names a call's output for templates: "$name.output.field". Give one to every call in a group that a later call reads.
-- "schedule": "dag" on the plan starts each call as soon as the calls it references have finished, instead of one after another: use it when independent calls are spread over the plan.
-- "on_error": "continue" lets the plan go on when that call fails (its output is then null); "retry": {"max_attempts": 3, "backoff_ms": 200} retries a call that times out or loses its connection.`
+const promptStructure = `Structure:
+- Calls that do not need each other run at the same time in a group, one item of calls: {"parallel": [call, call], "result_key": "g"}. Calls in a group cannot reference each other.
+- "result_key": "name" on a call makes its output "$name.output"; give one to each call in a group that a later call reads.
+- "schedule": "dag" on the plan starts each call as soon as the calls it references have finished.
+- On a call, "on_error": "continue" goes on if it fails (its output is then null); "retry": {"max_attempts": 3, "backoff_ms": 200} retries timeouts and lost connections.`
 
 // Values the planning schema offers for a step's fields.
 var (
@@ -46,7 +46,7 @@ func stepFields(strict bool) map[string]any {
 		return s
 	}
 	// A loose schema only names retry's fields, to stay short.
-	retry := map[string]any{"type": "object", "description": "max_attempts, backoff_ms"}
+	retry := map[string]any{"type": "object"}
 	if strict {
 		retry = map[string]any{"type": "object", "properties": map[string]any{
 			"max_attempts": nullable(map[string]any{"type": "integer"}),
@@ -64,7 +64,7 @@ func stepFields(strict bool) map[string]any {
 // the schema of one of its calls.
 func groupSchema(item any, strict bool) map[string]any {
 	props := map[string]any{
-		"parallel":   map[string]any{"type": "array", "items": item, "description": "calls run at the same time"},
+		"parallel":   map[string]any{"type": "array", "items": item},
 		"result_key": stepFields(strict)["result_key"],
 	}
 	g := map[string]any{"type": "object", "properties": props, "required": []any{"parallel"}, "additionalProperties": false}
@@ -81,9 +81,8 @@ func groupSchema(item any, strict bool) map[string]any {
 // name, its arguments and a result_key); a loose one describes a group's
 // calls only, to stay short (the plan is validated anyway).
 func withStructure(props map[string]any, calls, groupCalls []any, strict bool) any {
-	sched := map[string]any{"type": "string", "enum": scheduleValues,
-		"description": "tool_calls only: sequential (default) or dag (each call starts when the calls it references have finished)."}
-	var item any = map[string]any{"type": "object", "description": "a call, like the other items of calls"}
+	sched := map[string]any{"type": "string", "enum": scheduleValues}
+	var item any = map[string]any{"type": "object"}
 	if strict {
 		props["schedule"] = nullable(sched)
 		item = groupCalls[0]
