@@ -140,10 +140,13 @@ func stepAt(p *orchestrate.Plan, is *orchestrate.Issue) *orchestrate.Step {
 	return nil
 }
 
-// recall returns the lessons to show for the tools offered.
+// recall returns the lessons to show for the tools offered. A client's
+// model answering through input requests gets none: its requests are
+// replayed across invocations of the tool and must not change, while
+// lessons may be learned between two invocations.
 func (p *Planner) recall(ctx context.Context, tools []string) []Lesson {
 	n := p.opts.Insights
-	if p.opts.Lessons == nil || n < 0 || len(tools) == 0 {
+	if _, replayed := p.opts.Model.(*llm.InputSampling); replayed || p.opts.Lessons == nil || n < 0 || len(tools) == 0 {
 		return nil
 	}
 	if n == 0 {
