@@ -30,6 +30,9 @@ func cmdInsights(ctx context.Context, env *cliEnv, args []string) int {
 	if action != "list" && action != "clear" {
 		return env.usageError(fmt.Sprintf("unknown action %q", action), "use list (the default) or clear")
 	}
+	if action == "clear" && *tool != "" {
+		return env.usageError("clear forgets every insight; --tool only selects what list shows", "run orchestra insights clear without --tool")
+	}
 	cfg, logger, ok := cf.load(env)
 	if !ok {
 		return exitInvalid
