@@ -14,10 +14,12 @@
 // DAGs), fanout (a group of N sleeping children), e2e (a 12-step plan over
 // MCP stdio against the same calls made directly), model (ReAct against
 // plan-execute-respond on the NESTFUL sequences with a simulated model),
-// http (a trivial plan against a bare tool over Streamable HTTP) and repair
-// (how often planning ends in a valid plan, at first and after repair, with
-// and without lessons of earlier runs, with a simulated model that makes
-// the mistakes validation catches).
+// http (a trivial plan against a bare tool over Streamable HTTP), loop
+// (listing 20 files, reading each and writing a report, as one orchestra
+// call with for_each against a ReAct loop) and repair (how often planning
+// ends in a valid plan, at first and after repair, with and without lessons
+// of earlier runs, with a simulated model that makes the mistakes
+// validation catches).
 //
 // Nothing here asserts a time: it measures and reports. Compare ratios
 // within one run; the machine may be shared.
@@ -65,6 +67,7 @@ var sections = []struct {
 	{"e2e", endToEnd},
 	{"model", modelRoundTrips},
 	{"http", httpThroughput},
+	{"loop", loopJob},
 	{"repair", repairQuality},
 }
 

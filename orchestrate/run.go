@@ -57,6 +57,10 @@ type run struct {
 	internal []error // the engine's own failures; see RunFinishedInfo.Err
 
 	bytes runBytes // what the run's outputs and arguments hold
+
+	toolCalls  atomic.Int64 // against limits.max_tool_calls
+	limitHit   atomic.Bool  // a limit stopped the run (loop.go)
+	limitFired bool         // limit_exceeded was fired; the scheduler's alone
 }
 
 // fire moves the state machine with event. The machine refuses an event
@@ -244,7 +248,7 @@ func (r *run) oversized() bool {
 		return true
 	}
 	for _, s := range r.plan.All() {
-		if s.IsGroup() && s.depth >= r.lim.MaxNesting {
+		if (s.IsGroup() || s.IsLoop()) && s.depth >= r.lim.MaxNesting {
 			return true
 		}
 	}

@@ -114,9 +114,10 @@ func Build(version uint64, tools []registry.Tool, opts BuildOptions) *Tool {
 		strictCalls = append(strictCalls, withStepFields(callSchema(t.Name, widen(strictArgs, true)), true))
 		strictGroupCalls = append(strictGroupCalls, groupCall(t.Name, widen(strictArgs, true), true))
 	}
-	pt.Loose = planningSchema(looseCalls, nil, false)
+	flow := len(tools) > 0 && returnsArrays(tools)
+	pt.Loose = withFlow(planningSchema(looseCalls, nil, false), flow, false)
 	if strictOK {
-		s := planningSchema(strictCalls, strictGroupCalls, true)
+		s := withFlow(planningSchema(strictCalls, strictGroupCalls, true), flow, true)
 		if problems := strictSize(s); len(problems) > 0 {
 			pt.StrictProblems = append(pt.StrictProblems, problems...)
 		} else {
@@ -124,6 +125,9 @@ func Build(version uint64, tools []registry.Tool, opts BuildOptions) *Tool {
 		}
 	}
 	pt.Prompt = systemPrompt(tools, opts.MaxSteps)
+	if flow {
+		pt.Prompt = strings.Replace(pt.Prompt, promptTemplates, promptTemplates+"\n\n"+flowNote, 1)
+	}
 	return pt
 }
 
@@ -269,6 +273,7 @@ func (t *Tool) cleanArguments(raw json.RawMessage) json.RawMessage {
 		for _, c := range calls {
 			t.cleanCall(c)
 		}
+		applyFlow(obj) // after the calls' own nulls are gone
 	}
 	b, err := json.Marshal(obj)
 	if err != nil {

@@ -16,21 +16,21 @@ import (
 const InsightsURI = "orchestra://insights"
 
 // lessons keeps the planner's lessons in the store, scoped like the
-// records of runs: by owner, the caller that ran them. (Tenants, when
-// stored, join the owner in the scope.)
+// records of runs: by owner, the caller that ran them, and its tenant.
 type lessons struct {
 	st  *store.Store
 	log *slog.Logger
 }
 
-func ownerOf(ctx context.Context) string {
+func callerOf(ctx context.Context) toolcontext.IDs {
 	ids, _ := toolcontext.IDsFrom(ctx)
-	return ids.UserID
+	return ids
 }
 
 // Recall implements planner.Lessons.
 func (l *lessons) Recall(ctx context.Context, tools []string, n int) []planner.Lesson {
-	ins, err := l.st.Insights(ctx, store.InsightQuery{Scope: store.OwnerScope(ownerOf(ctx)), Tools: tools, Limit: n})
+	ids := callerOf(ctx)
+	ins, err := l.st.Insights(ctx, store.InsightQuery{Scope: store.OwnerScope(ids.UserID).InTenant(ids.Tenant), Tools: tools, Limit: n})
 	if err != nil {
 		l.log.WarnContext(ctx, "reading insights", "err", err)
 		return nil
@@ -44,16 +44,16 @@ func (l *lessons) Recall(ctx context.Context, tools []string, n int) []planner.L
 
 // Learn implements planner.Lessons.
 func (l *lessons) Learn(ctx context.Context, ls []planner.Lesson) {
-	l.record(ctx, ownerOf(ctx), ls)
+	l.record(ctx, callerOf(ctx), ls)
 }
 
-func (l *lessons) record(ctx context.Context, owner string, ls []planner.Lesson) {
+func (l *lessons) record(ctx context.Context, ids toolcontext.IDs, ls []planner.Lesson) {
 	if len(ls) == 0 {
 		return
 	}
 	ins := make([]store.Insight, len(ls))
 	for i, x := range ls {
-		ins[i] = store.Insight{Owner: owner, Tool: x.Tool, Key: x.Key, Kind: x.Kind, Lesson: x.Text}
+		ins[i] = store.Insight{Owner: ids.UserID, Tenant: ids.Tenant, Tool: x.Tool, Key: x.Key, Kind: x.Kind, Lesson: x.Text}
 	}
 	if err := l.st.RecordInsights(ctx, ins...); err != nil {
 		l.log.WarnContext(ctx, "recording insights", "err", err)
@@ -70,7 +70,7 @@ func (l *lessons) hooks() *orchestrate.Hooks {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 		defer cancel()
-		l.record(ctx, i.Run.IDs.UserID, ls)
+		l.record(ctx, i.Run.IDs, ls)
 	}}
 }
 
@@ -89,7 +89,7 @@ func (a *App) addInsightsResource() {
 		Description: "What past runs taught about each tool (validation errors a repair fixed, tool errors with their arguments, timeouts), the most seen first; the planner is shown those of the tools it offers.",
 		MIMEType:    "application/json",
 	}, func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-		ins, err := a.store.Insights(ctx, store.InsightQuery{Scope: ownerScope(req.Extra)})
+		ins, err := a.store.Insights(ctx, store.InsightQuery{Scope: CallerScope(req.Extra)})
 		if err != nil {
 			return nil, err
 		}

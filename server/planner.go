@@ -32,6 +32,7 @@ type plannerSetup struct {
 	provider string    // the configured provider, if any
 	key      []byte    // signs the state of multi round-trip sampling
 	sampling llm.SamplingOptions
+	options  planner.Options // the planner block's own options (fallback, context, lessons), for the tenants' planners too
 }
 
 // newPlanner builds the planner a configuration describes. A planner block
@@ -57,20 +58,11 @@ func newPlanner(cfg *config.Config, cat *registry.Catalog, engine *orchestrate.E
 	}
 	ps.key = key
 	fallback, contextTokens, insights, reflection := cfg.Planner.PlannerOptions()
-	ps.base = planner.New(planner.Options{
-		Catalog:       cat,
-		Engine:        engine,
-		Model:         ps.model,
-		Forbidden:     forbidden,
-		Attempts:      cfg.Limits.PlannerAttempts,
-		MaxToolSteps:  cfg.Limits.MaxToolSteps,
-		Logger:        log,
-		Fallback:      fallback,
-		ContextTokens: contextTokens,
-		Lessons:       learned,
-		Insights:      insights,
-		Reflection:    reflection,
-	})
+	ps.options = planner.Options{Fallback: fallback, ContextTokens: contextTokens, Lessons: learned, Insights: insights, Reflection: reflection}
+	opts := ps.options
+	opts.Catalog, opts.Engine, opts.Model, opts.Forbidden = cat, engine, ps.model, forbidden
+	opts.Attempts, opts.MaxToolSteps, opts.Logger = cfg.Limits.PlannerAttempts, cfg.Limits.MaxToolSteps, log
+	ps.base = planner.New(opts)
 	return ps, nil
 }
 
@@ -112,9 +104,10 @@ func (a *App) Planner() (*planner.Planner, error) {
 // signed request state.
 func (a *App) prompt(ctx context.Context, e *orchestrate.Engine, req *mcp.CallToolRequest, r *orchestrate.Request) *mcp.CallToolResult {
 	ps := a.planner
-	p := ps.base.WithEngine(e)
+	base, model := a.plannerFor(req)
+	p := base.WithEngine(e)
 	var input *llm.InputSampling
-	if ps.model == nil {
+	if model == nil {
 		m, err := llm.SamplingFor(req, ps.key, ps.sampling)
 		if err != nil {
 			if errors.Is(err, llm.ErrUnavailable) {

@@ -21,9 +21,10 @@ const (
 // error the planner's repair fixed, a tool error and the arguments that
 // caused it, a timeout, or a one-sentence reflection on a failed run.
 type Insight struct {
-	// Owner is whose runs it was learned from, as Run.Owner; a reader sees
-	// only its own (see Scope).
-	Owner string `json:"-"`
+	// Owner and Tenant are whose runs it was learned from, as Run.Owner
+	// and Run.Tenant; a reader sees only those its Scope sees.
+	Owner  string `json:"-"`
+	Tenant string `json:"-"`
 	// Tool is the tool it concerns.
 	Tool string `json:"tool"`
 	// Key says what makes two lessons the same (kind, argument, error
@@ -52,7 +53,7 @@ type InsightQuery struct {
 }
 
 // RecordInsights counts each insight — a new one is added, one seen before
-// (same owner, tool and key) is counted again and takes the new lesson's
+// (same owner, tenant, tool and key) is counted again and takes the new lesson's
 // text — then keeps at most [MaxInsightsPerTool] per owner and tool and
 // deletes those not seen for [InsightMaxAge]. It waits for the commit.
 func (s *Store) RecordInsights(ctx context.Context, ins ...Insight) error {
@@ -65,7 +66,7 @@ func (s *Store) RecordInsights(ctx context.Context, ins ...Insight) error {
 		return fmt.Errorf("recording insights: %w", err)
 	}
 	defer tx.Rollback()
-	type ownerTool struct{ owner, tool string }
+	type ownerTool struct{ owner, tenant, tool string }
 	touched := map[ownerTool]bool{}
 	for _, in := range ins {
 		if in.Tool == "" || in.Key == "" || in.Lesson == "" {
@@ -75,19 +76,19 @@ func (s *Store) RecordInsights(ctx context.Context, ins ...Insight) error {
 		if at.IsZero() {
 			at = now
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO insights (owner, tool, key, kind, lesson, count, first_seen, last_seen)
-			VALUES (?, ?, ?, ?, ?, 1, ?, ?)
-			ON CONFLICT (owner, tool, key) DO UPDATE SET
+		if _, err := tx.ExecContext(ctx, `INSERT INTO insights (owner, tenant, tool, key, kind, lesson, count, first_seen, last_seen)
+			VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?)
+			ON CONFLICT (owner, tenant, tool, key) DO UPDATE SET
 				count = insights.count + 1, lesson = excluded.lesson, kind = excluded.kind, last_seen = excluded.last_seen`,
-			in.Owner, in.Tool, in.Key, in.Kind, in.Lesson, at.UnixNano(), at.UnixNano()); err != nil {
+			in.Owner, in.Tenant, in.Tool, in.Key, in.Kind, in.Lesson, at.UnixNano(), at.UnixNano()); err != nil {
 			return fmt.Errorf("recording insights: %w", err)
 		}
-		touched[ownerTool{in.Owner, in.Tool}] = true
+		touched[ownerTool{in.Owner, in.Tenant, in.Tool}] = true
 	}
 	for ot := range touched {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM insights WHERE owner = ? AND tool = ? AND key NOT IN (
-			SELECT key FROM insights WHERE owner = ? AND tool = ? ORDER BY count DESC, last_seen DESC LIMIT ?)`,
-			ot.owner, ot.tool, ot.owner, ot.tool, MaxInsightsPerTool); err != nil {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM insights WHERE owner = ? AND tenant = ? AND tool = ? AND key NOT IN (
+			SELECT key FROM insights WHERE owner = ? AND tenant = ? AND tool = ? ORDER BY count DESC, last_seen DESC LIMIT ?)`,
+			ot.owner, ot.tenant, ot.tool, ot.owner, ot.tenant, ot.tool, MaxInsightsPerTool); err != nil {
 			return fmt.Errorf("recording insights: %w", err)
 		}
 	}
@@ -103,19 +104,16 @@ func (s *Store) RecordInsights(ctx context.Context, ins ...Insight) error {
 // Insights returns the insights q selects that were seen within
 // [InsightMaxAge], the most seen first, then the most recent.
 func (s *Store) Insights(ctx context.Context, q InsightQuery) ([]Insight, error) {
-	where := []string{"last_seen >= ?"}
-	args := []any{s.now().Add(-InsightMaxAge).UnixNano()}
-	if q.Scope.limited {
-		where = append(where, "owner = ?")
-		args = append(args, q.Scope.owner)
-	}
+	where, args := q.Scope.where()
+	where = append(where, "last_seen >= ?")
+	args = append(args, s.now().Add(-InsightMaxAge).UnixNano())
 	if len(q.Tools) > 0 {
 		where = append(where, "tool IN (?"+strings.Repeat(", ?", len(q.Tools)-1)+")")
 		for _, t := range q.Tools {
 			args = append(args, t)
 		}
 	}
-	query := `SELECT owner, tool, key, kind, lesson, count, first_seen, last_seen FROM insights WHERE ` +
+	query := `SELECT owner, tenant, tool, key, kind, lesson, count, first_seen, last_seen FROM insights WHERE ` +
 		strings.Join(where, " AND ") + ` ORDER BY count DESC, last_seen DESC, tool, key`
 	if q.Limit > 0 {
 		query += ` LIMIT ?`
@@ -130,7 +128,7 @@ func (s *Store) Insights(ctx context.Context, q InsightQuery) ([]Insight, error)
 	for rows.Next() {
 		var in Insight
 		var first, last int64
-		if err := rows.Scan(&in.Owner, &in.Tool, &in.Key, &in.Kind, &in.Lesson, &in.Count, &first, &last); err != nil {
+		if err := rows.Scan(&in.Owner, &in.Tenant, &in.Tool, &in.Key, &in.Kind, &in.Lesson, &in.Count, &first, &last); err != nil {
 			return nil, fmt.Errorf("reading insights: %w", err)
 		}
 		in.FirstSeen, in.LastSeen = time.Unix(0, first).UTC(), time.Unix(0, last).UTC()
@@ -144,10 +142,10 @@ func (s *Store) Insights(ctx context.Context, q InsightQuery) ([]Insight, error)
 
 // ClearInsights deletes the insights the scope sees and returns how many.
 func (s *Store) ClearInsights(ctx context.Context, scope Scope) (int, error) {
-	query, args := `DELETE FROM insights`, []any{}
-	if scope.limited {
-		query += ` WHERE owner = ?`
-		args = append(args, scope.owner)
+	query := `DELETE FROM insights`
+	where, args := scope.where()
+	if len(where) > 0 {
+		query += ` WHERE ` + strings.Join(where, " AND ")
 	}
 	res, err := s.writer.ExecContext(ctx, query, args...)
 	if err != nil {

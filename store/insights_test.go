@@ -4,11 +4,17 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/orchestra-mcp/orchestra/internal/pgtest"
 )
 
 func TestInsightsSurviveReopen(t *testing.T) {
+	t.Run("file", func(t *testing.T) { insightsSurviveReopen(t, tempDB(t)) })
+	t.Run("postgres", func(t *testing.T) { insightsSurviveReopen(t, pgtest.URL(t)) })
+}
+
+func insightsSurviveReopen(t *testing.T, path string) {
 	ctx := t.Context()
-	path := tempDB(t)
 	s, err := Open(ctx, path, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -34,6 +40,19 @@ func TestInsightsSurviveReopen(t *testing.T) {
 	if err != nil || len(all) != 2 {
 		t.Fatalf("every insight = %+v, %v", all, err)
 	}
+	// The same owner in another tenant has insights of its own.
+	if err := s.RecordInsights(ctx, Insight{Owner: "alice", Tenant: "acme", Tool: "fetch", Key: "timeout", Kind: "timeout", Lesson: "fetch timed out at acme"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.Insights(ctx, InsightQuery{Scope: OwnerScope("alice").InTenant("")}); len(got) != 1 || got[0].Tenant != "" {
+		t.Errorf("alice without a tenant sees %+v", got)
+	}
+	if got, _ := s.Insights(ctx, InsightQuery{Scope: OwnerScope("alice").InTenant("acme")}); len(got) != 1 || got[0].Lesson != "fetch timed out at acme" {
+		t.Errorf("alice at acme sees %+v", got)
+	}
+	if n, err := s.ClearInsights(ctx, TenantScope("acme")); err != nil || n != 1 {
+		t.Fatalf("ClearInsights(acme) = %d, %v", n, err)
+	}
 	if n, err := s.ClearInsights(ctx, OwnerScope("bob")); err != nil || n != 1 {
 		t.Fatalf("ClearInsights(bob) = %d, %v", n, err)
 	}
@@ -43,9 +62,13 @@ func TestInsightsSurviveReopen(t *testing.T) {
 }
 
 func TestInsightsCountedCappedAndAged(t *testing.T) {
+	both(t, insightsCountedCappedAndAged)
+}
+
+func insightsCountedCappedAndAged(t *testing.T, path string) {
 	ctx := t.Context()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	s := openTest(t, Memory, Options{Now: func() time.Time { return now }})
+	s := openTest(t, path, Options{Now: func() time.Time { return now }})
 	// The same lesson three times is one insight counted three times, with
 	// the latest text.
 	for i := range 3 {

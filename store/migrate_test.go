@@ -11,7 +11,7 @@ import (
 func TestMigrateEmptyDatabase(t *testing.T) {
 	ctx := t.Context()
 	s := openTest(t, tempDB(t), Options{})
-	v, err := schemaVersion(ctx, s.reader)
+	v, err := schemaVersion(ctx, s.reader, s.pg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestMigrateFailureRollsBack(t *testing.T) {
 	if err := s.reader.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE name = 't'`).Scan(&n); err != nil || n != 0 {
 		t.Errorf("half-applied migration left table t: %d, %v", n, err)
 	}
-	if v, err := schemaVersion(ctx, s.reader); err != nil || v != latestVersion() {
+	if v, err := schemaVersion(ctx, s.reader, s.pg); err != nil || v != latestVersion() {
 		t.Errorf("schema version %d, %v", v, err)
 	}
 }
@@ -104,14 +104,14 @@ func TestLoadMigrations(t *testing.T) {
 		"migrations/0001_a.sql": {Data: []byte("CREATE TABLE a (x);")},
 		"migrations/0002_b.sql": {Data: []byte("CREATE TABLE b (x);")},
 	}
-	if ms := loadMigrations(good); len(ms) != 2 || ms[1].version != 2 || ms[1].name != "0002_b" {
+	if ms := loadMigrations(good, "migrations"); len(ms) != 2 || ms[1].version != 2 || ms[1].name != "0002_b" {
 		t.Errorf("loadMigrations = %+v", ms)
 	}
 	gap := fstest.MapFS{
 		"migrations/0001_a.sql": {Data: []byte("")},
 		"migrations/0003_c.sql": {Data: []byte("")},
 	}
-	if ms := loadMigrations(gap); len(ms) != 2 || ms[1].version != 3 {
+	if ms := loadMigrations(gap, "migrations"); len(ms) != 2 || ms[1].version != 3 {
 		t.Errorf("loadMigrations with a gap = %+v", ms)
 	}
 	dup := fstest.MapFS{
@@ -123,7 +123,7 @@ func TestLoadMigrations(t *testing.T) {
 			t.Error("two migrations with one number did not panic")
 		}
 	}()
-	loadMigrations(dup)
+	loadMigrations(dup, "migrations")
 }
 
 // TestMigrateFillsAGap applies a migration whose number is below the
