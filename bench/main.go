@@ -13,12 +13,14 @@
 // (sequential, parallel groups and dag against the critical path of random
 // DAGs), fanout (a group of N sleeping children), e2e (a 12-step plan over
 // MCP stdio against the same calls made directly), model (ReAct against
-// plan-execute-respond on the NESTFUL sequences with a simulated model) and
+// plan-execute-respond on the NESTFUL sequences with a simulated model),
 // http (a trivial plan against a bare tool over Streamable HTTP), loop
 // (listing 20 files, reading each and writing a report, as one orchestra
-// call with for_each against a ReAct loop) and slop (12 echo calls as one
+// call with for_each against a ReAct loop), slop (12 echo calls as one
 // orchestra plan against slop-mcp's run_slop, with slop-mcp installed by
-// `npm ci` in bench/slop).
+// `npm ci` in bench/slop) and repair (how often planning ends in a valid
+// plan, at first and after repair, with and without lessons of earlier
+// runs, with a simulated model that makes the mistakes validation catches).
 //
 // Nothing here asserts a time: it measures and reports. Compare ratios
 // within one run; the machine may be shared.
@@ -69,6 +71,7 @@ var sections = []struct {
 	{"http", httpThroughput},
 	{"loop", loopJob},
 	{"slop", slopPeer},
+	{"repair", repairQuality},
 }
 
 func run(args []string, stdout, stderr io.Writer) int {

@@ -39,7 +39,7 @@ type Config struct {
 	// Planner is the model that turns a prompt into a plan (and writes the
 	// answer of orchestra ask). Without one, agent_orchestrate samples the
 	// client's own model when the client supports sampling.
-	Planner *llm.Config `yaml:"planner" json:"planner"`
+	Planner *Planner `yaml:"planner" json:"planner"`
 	// Store keeps the execution records of runs.
 	Store Store `yaml:"store" json:"store"`
 	// Agents are models with instructions and allowed tools, each the
@@ -361,7 +361,8 @@ func (c *Config) validate() error {
 		problems = append(problems, "server.header_timeout and server.body_timeout must not be negative")
 	}
 	if p := c.Planner; p != nil {
-		problems = append(problems, validatePlanner(p)...)
+		problems = append(problems, validatePlanner(&p.Config)...)
+		problems = append(problems, p.validate()...)
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.Agents)) {
 		problems = append(problems, c.Agents[name].Validate(name)...)

@@ -99,7 +99,7 @@ func (d *decoder) add(path, code, msg string, suggestions ...string) {
 	d.issues = append(d.issues, &Issue{Path: path, Code: code, Message: msg, Suggestions: suggestions})
 }
 
-var requestFields = []string{"plan", "prompt", "bindings", "timeout_ms", "max_parallel", "dry_run", "fallback", "response"}
+var requestFields = []string{"plan", "prompt", "bindings", "timeout_ms", "max_parallel", "dry_run", "fallback", "response", "context"}
 
 func (d *decoder) request(obj map[string]any) *Request {
 	if _, ok := obj["plan"]; !ok {
@@ -166,6 +166,8 @@ func (d *decoder) request(obj map[string]any) *Request {
 			if req.Response != "" && req.Response != ResponseCompact && req.Response != ResponseFull {
 				d.add("response", CodeInvalidValue, fmt.Sprintf("response must be %q or %q, not %q", ResponseCompact, ResponseFull, req.Response))
 			}
+		case "context":
+			req.Context = d.callerContext(v, "context")
 		default:
 			d.unknown("", k, requestFields)
 		}

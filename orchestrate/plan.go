@@ -180,6 +180,8 @@ type Request struct {
 	// Response is "compact" or "full": how much of the envelope the
 	// caller gets back. Empty takes the engine's default.
 	Response string `json:"response,omitempty"`
+	// Context is what the caller tells the planner besides the goal.
+	Context *CallerContext `json:"context,omitempty"`
 }
 
 // Issue is a problem with a request or a plan: a validation error or a

@@ -252,9 +252,7 @@ func (v *validator) step(s *Step) {
 		return
 	}
 	if !hasTemplates {
-		if err, checked := schemas.At(tool.InputSchema).Validate(s.Arguments); checked && err != nil {
-			v.argIssue(s, nil, CodeInvalidArguments, "arguments do not match the input schema of %q: %s", s.Tool, schemas.CleanError(err))
-		}
+		v.literal(s, schemas.At(tool.InputSchema), s.Arguments, make([]Seg, 0, 8))
 		return
 	}
 	v.structure(s, schemas.At(tool.InputSchema), s.Arguments, make([]Seg, 0, 8))

@@ -11,15 +11,46 @@ import (
 // literal parts are checked against the tool's input schema, the templated
 // ones by type (validate.go).
 
-// structure checks templated arguments: required and unknown arguments, and
-// every literal part against its schema.
+// structure checks a step's arguments against the tool's input schema and
+// reports every problem, not only the first, so that one repair fixes them
+// all: required and unknown arguments, and each value on its own. The
+// literal parts are checked against their schemas; templated ones are
+// type-checked elsewhere.
 func (v *validator) structure(s *Step, n schemas.Node, val any, path []Seg) {
 	if !v.containsTemplate(val) {
-		if err, ok := n.Validate(val); ok && err != nil {
-			v.argIssue(s, path, CodeInvalidArguments, "%s does not match the input schema of %q: %s", argName(path), s.Tool, schemas.CleanError(err))
-		}
+		v.literal(s, n, val, path)
 		return
 	}
+	v.members(s, n, val, path)
+}
+
+// literal checks a value without templates against its schema: when it
+// does not match, each member is checked on its own so that every problem
+// is reported; a problem of the value as a whole (a oneOf, minProperties...)
+// is reported as it is.
+func (v *validator) literal(s *Step, n schemas.Node, val any, path []Seg) {
+	err, ok := n.Validate(val)
+	if !ok || err == nil {
+		return
+	}
+	before := len(v.res.Errors)
+	switch val.(type) {
+	case map[string]any, []any:
+		v.members(s, n, val, path)
+	}
+	if len(v.res.Errors) > before {
+		return
+	}
+	if len(path) == 0 {
+		v.argIssue(s, path, CodeInvalidArguments, "arguments do not match the input schema of %q: %s", s.Tool, schemas.CleanError(err))
+		return
+	}
+	v.argIssue(s, path, CodeInvalidArguments, "%s does not match the input schema of %q: %s", argName(path), s.Tool, schemas.CleanError(err))
+}
+
+// members checks the members of an object or array: required and unknown
+// properties, and each member with structure.
+func (v *validator) members(s *Step, n schemas.Node, val any, path []Seg) {
 	switch val := val.(type) {
 	case map[string]any:
 		names, closed := n.Properties()

@@ -44,6 +44,21 @@ type Options struct {
 	MaxToolSteps int
 	// Logger receives debug logs; nil discards them.
 	Logger *slog.Logger
+
+	// Fallback is the fallback of requests that set none: FallbackReactive
+	// runs the reactive loop whenever no valid plan can be made.
+	Fallback string
+	// ContextTokens caps the caller's context given to the model;
+	// default DefaultContextTokens.
+	ContextTokens int
+	// Lessons keeps what past runs taught; nil keeps nothing.
+	Lessons Lessons
+	// Insights is how many lessons the planner is shown; 0 means
+	// DefaultInsights, a negative number none.
+	Insights int
+	// Reflection asks the model for a one-sentence lesson after a failed
+	// run (one more model call).
+	Reflection bool
 }
 
 // Planner turns goals into validated plans with one model call, runs them,
@@ -165,7 +180,9 @@ func (p *Planner) Plan(ctx context.Context, req *orchestrate.Request) (*Result, 
 
 	tool := p.toolFor(req.Prompt)
 	def := tool.Def()
-	msgs := []llm.Message{{Role: llm.RoleUser, Content: userMessage(req.Prompt, req.Bindings)}}
+	msgs := []llm.Message{{Role: llm.RoleUser, Content: p.planningMessage(ctx, tool, req)}}
+	var rejected *orchestrate.Plan // the last plan the model had to repair
+	var rejectedIssues []*orchestrate.Issue
 	for attempt := 1; attempt <= p.opts.Attempts; attempt++ {
 		res.Info.Attempts = attempt
 		resp, err := p.generate(ctx, res.Info, &llm.Request{System: tool.Prompt, Messages: msgs, Tools: []llm.ToolDef{def}, ToolChoice: ToolName})
@@ -190,9 +207,13 @@ func (p *Planner) Plan(ctx context.Context, req *orchestrate.Request) (*Result, 
 		}
 		if len(issues) == 0 {
 			res.Info.LastAnswer, res.Issues = "", nil
+			if rejectedIssues != nil {
+				p.learn(ctx, repairLessons(rejected, plan, rejectedIssues))
+			}
 			return res, nil
 		}
 		res.Issues = issues
+		rejected, rejectedIssues = plan, issues
 		p.log.DebugContext(ctx, "plan rejected", "attempt", attempt, "issues", len(issues))
 		if attempt == p.opts.Attempts {
 			break

@@ -27,6 +27,8 @@ func systemPrompt(tools []registry.Tool, maxSteps int) string {
 	}
 	b.WriteString("\n\n")
 	b.WriteString(promptTemplates)
+	b.WriteString("\n\n")
+	b.WriteString(promptStructure)
 	b.WriteString("\n" + promptAnswer)
 	fmt.Fprintf(&b, "\n\nTools (%d):", len(tools))
 	if len(tools) == 0 {

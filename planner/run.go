@@ -52,13 +52,18 @@ func (p *Planner) run(ctx context.Context, req *orchestrate.Request) (*orchestra
 		}
 	}
 	env := p.opts.Engine.RunPrompt(ctx, req, planFunc)
-	if perr != nil && req.Fallback == FallbackReactive && ctx.Err() == nil && !errors.Is(perr, ErrRecursion) && !errors.Is(perr, ErrNoModel) {
+	if perr != nil && p.fallback(req) == FallbackReactive && ctx.Err() == nil && !errors.Is(perr, ErrRecursion) && !errors.Is(perr, ErrNoModel) {
 		if _, ok := p.opts.Model.(*llm.InputSampling); ok {
-			env.Artifact.Errors = append(env.Artifact.Errors, &orchestrate.Error{Code: orchestrate.CodePlannerFailed,
-				Message: "the reactive fallback is not available when the client's model answers through input requests; configure a planner model to use it"})
+			if req.Fallback == FallbackReactive {
+				env.Artifact.Errors = append(env.Artifact.Errors, &orchestrate.Error{Code: orchestrate.CodePlannerFailed,
+					Message: "the reactive fallback is not available when the client's model answers through input requests; configure a planner model to use it"})
+			}
 			return env, res, nil
 		}
 		env = p.reactive(ctx, req, res, env, perr)
+	}
+	if _, ok := p.opts.Model.(*llm.InputSampling); !ok && perr == nil {
+		p.reflect(ctx, req.Prompt, env)
 	}
 	return env, res, nil
 }
@@ -85,7 +90,7 @@ func (p *Planner) Ask(ctx context.Context, req *orchestrate.Request) (*orchestra
 		a.Response = a.Answer
 		return env, nil
 	}
-	if _, err := p.Respond(ctx, req.Prompt, env); err != nil {
+	if _, err := p.respond(ctx, req.Prompt, req.Context, env); err != nil {
 		env.Artifact.Errors = append(env.Artifact.Errors, &orchestrate.Error{Code: orchestrate.CodePlannerFailed, Message: "writing the answer: " + err.Error()})
 	}
 	return env, nil
@@ -100,6 +105,11 @@ const maxRespondBytes = 96 << 10
 // envelope's results (the RESPOND stage). It records the call in
 // env.Artifact.Planner and sets env.Artifact.Response.
 func (p *Planner) Respond(ctx context.Context, prompt string, env *orchestrate.Envelope) (string, error) {
+	return p.respond(ctx, prompt, nil, env)
+}
+
+// respond is Respond with the caller's context.
+func (p *Planner) respond(ctx context.Context, prompt string, cc *orchestrate.CallerContext, env *orchestrate.Envelope) (string, error) {
 	if p.opts.Model == nil {
 		return "", ErrNoModel
 	}
@@ -119,7 +129,7 @@ func (p *Planner) Respond(ctx context.Context, prompt string, env *orchestrate.E
 	text := truncate(string(data), maxRespondBytes)
 	resp, err := p.generate(ctx, a.Planner, &llm.Request{
 		System:   respondSystem,
-		Messages: []llm.Message{{Role: llm.RoleUser, Content: "Goal:\n" + strings.TrimSpace(prompt) + "\n\nWhat ran:\n" + text}},
+		Messages: []llm.Message{{Role: llm.RoleUser, Content: "Goal:\n" + strings.TrimSpace(prompt) + p.contextPart(cc) + "\n\nWhat ran:\n" + text}},
 	})
 	if err != nil {
 		return "", err

@@ -80,7 +80,7 @@ func Build(version uint64, tools []registry.Tool, opts BuildOptions) *Tool {
 	})
 	slices.SortFunc(tools, func(a, b registry.Tool) int { return strings.Compare(a.Name, b.Name) })
 	pt := &Tool{Version: version, Tools: []string{}, inputs: map[string]map[string]any{}, descs: map[string]string{}}
-	var strictCalls, looseCalls []any
+	var strictCalls, looseCalls, strictGroupCalls []any
 	strictOK := true
 	for _, t := range tools {
 		pt.Tools = append(pt.Tools, t.Name)
@@ -99,7 +99,7 @@ func Build(version uint64, tools []registry.Tool, opts BuildOptions) *Tool {
 			norm["type"] = "object"
 		}
 		pt.inputs[t.Name] = norm
-		looseCalls = append(looseCalls, callSchema(t.Name, widen(norm, true)))
+		looseCalls = append(looseCalls, withStepFields(callSchema(t.Name, widen(norm, true)), false))
 
 		sc := &schemaCtx{root: root}
 		sc.problems = append(sc.problems, nc.problems...)
@@ -111,12 +111,13 @@ func Build(version uint64, tools []registry.Tool, opts BuildOptions) *Tool {
 			}
 			continue
 		}
-		strictCalls = append(strictCalls, callSchema(t.Name, widen(strictArgs, true)))
+		strictCalls = append(strictCalls, withStepFields(callSchema(t.Name, widen(strictArgs, true)), true))
+		strictGroupCalls = append(strictGroupCalls, groupCall(t.Name, widen(strictArgs, true), true))
 	}
 	flow := len(tools) > 0 && returnsArrays(tools)
-	pt.Loose = compactUnions(withFlow(planningSchema(looseCalls, false), flow, false)).(map[string]any)
+	pt.Loose = compactUnions(withFlow(planningSchema(looseCalls, nil, false), flow, false)).(map[string]any)
 	if strictOK {
-		s := withFlow(planningSchema(strictCalls, true), flow, true)
+		s := withFlow(planningSchema(strictCalls, strictGroupCalls, true), flow, true)
 		if problems := strictSize(s); len(problems) > 0 {
 			pt.StrictProblems = append(pt.StrictProblems, problems...)
 		} else {
@@ -144,7 +145,7 @@ func callSchema(name string, args any) map[string]any {
 }
 
 // planningSchema is the schema of the planning tool's arguments.
-func planningSchema(calls []any, strict bool) map[string]any {
+func planningSchema(calls, groupCalls []any, strict bool) map[string]any {
 	kinds := []any{"direct_response"}
 	if len(calls) > 0 {
 		kinds = append(kinds, "tool_calls")
@@ -162,17 +163,14 @@ func planningSchema(calls []any, strict bool) map[string]any {
 	}
 	required := []any{"type", "content", "reasoning"}
 	if len(calls) > 0 {
-		var items any = calls[0]
-		if len(calls) > 1 {
-			items = map[string]any{"anyOf": calls}
-		}
+		items := withStructure(props, calls, groupCalls, strict)
 		arr := map[string]any{"type": "array", "items": items,
 			"description": "tool_calls: the calls, in order; call i is $i." + nullNote(strict)}
 		if strict {
 			arr["type"] = []any{"array", "null"}
 		}
 		props["calls"] = arr
-		required = append(required, "calls")
+		required = append(required, "calls", "schedule")
 		props["answer"] = str(answerNote + nullNote(strict))
 		required = append(required, "answer")
 		if !strict {
@@ -182,12 +180,13 @@ func planningSchema(calls []any, strict bool) map[string]any {
 	if !strict {
 		required = []any{"type"}
 	}
-	return map[string]any{
+	out := map[string]any{
 		"type":                 "object",
 		"properties":           props,
 		"required":             required,
 		"additionalProperties": false,
 	}
+	return out
 }
 
 func nullNote(strict bool) string {
@@ -276,14 +275,7 @@ func (t *Tool) cleanArguments(raw json.RawMessage) json.RawMessage {
 	}
 	if calls, ok := obj["calls"].([]any); ok {
 		for _, c := range calls {
-			cm, ok := c.(map[string]any)
-			if !ok {
-				continue
-			}
-			name, _ := cm["tool_name"].(string)
-			if args, ok := cm["arguments"].(map[string]any); ok {
-				cm["arguments"] = stripNulls(args, t.inputs[name])
-			}
+			t.cleanCall(c)
 		}
 		applyFlow(obj) // after the calls' own nulls are gone
 	}

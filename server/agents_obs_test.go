@@ -34,7 +34,7 @@ func TestAgentsSpansAndProgress(t *testing.T) {
 		return fakeopenai.Text("done")
 	})
 	cfg := config.Default()
-	cfg.Planner = &llm.Config{Provider: llm.ProviderOpenAI, Model: "fake", BaseURL: fake.URL(), MaxRetries: -1}
+	cfg.Planner = &config.Planner{Config: llm.Config{Provider: llm.ProviderOpenAI, Model: "fake", BaseURL: fake.URL(), MaxRetries: -1}}
 	cfg.Agents = map[string]agents.Config{"greeter": {Description: "Greets.", Tools: []string{"render"}}}
 	app, err := server.New(t.Context(), cfg, server.Options{Telemetry: tel})
 	if err != nil {

@@ -28,7 +28,7 @@ func agentsApp(t *testing.T, url, dir string, as map[string]agents.Config, edit 
 	t.Helper()
 	cfg := config.Default()
 	cfg.MCPServers = map[string]mcpserver.ServerConfig{"fs": npmServer(t, "server-filesystem", dir)}
-	cfg.Planner = &llm.Config{Provider: llm.ProviderOpenAI, Model: "fake-model", BaseURL: url, MaxRetries: -1}
+	cfg.Planner = &config.Planner{Config: llm.Config{Provider: llm.ProviderOpenAI, Model: "fake-model", BaseURL: url, MaxRetries: -1}}
 	cfg.Agents = as
 	if edit != nil {
 		edit(cfg)
@@ -433,7 +433,7 @@ func TestTenantAgentTools(t *testing.T) {
 	})
 	cfg := tenantConfig(t)
 	cfg.Tenants["a"] = config.Tenant{Match: cfg.Tenants["a"].Match, Tools: []string{"a_*", "agent__*"}}
-	cfg.Planner = &llm.Config{Provider: llm.ProviderOpenAI, Model: "fake", BaseURL: fake.URL(), MaxRetries: -1}
+	cfg.Planner = &config.Planner{Config: llm.Config{Provider: llm.ProviderOpenAI, Model: "fake", BaseURL: fake.URL(), MaxRetries: -1}}
 	cfg.Agents = map[string]agents.Config{"helper": {Description: "Helps.", Tools: []string{"*_probe", "agent_orchestrate"}}}
 	pa, pb := &probe{}, &probe{}
 	app := newApp(t, cfg, pa.tool(t, "a_probe"), pb.tool(t, "b_probe"))

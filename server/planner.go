@@ -32,19 +32,20 @@ type plannerSetup struct {
 	provider string    // the configured provider, if any
 	key      []byte    // signs the state of multi round-trip sampling
 	sampling llm.SamplingOptions
+	options  planner.Options // the planner block's own options (fallback, context, lessons), for the tenants' planners too
 }
 
 // newPlanner builds the planner a configuration describes. A planner block
 // that names a model which cannot be built (no API key, no script) is an
 // error here, so that a misconfigured server does not start.
-func newPlanner(cfg *config.Config, cat *registry.Catalog, engine *orchestrate.Engine, forbidden func(string) bool, log *slog.Logger) (*plannerSetup, error) {
+func newPlanner(cfg *config.Config, cat *registry.Catalog, engine *orchestrate.Engine, forbidden func(string) bool, learned planner.Lessons, log *slog.Logger) (*plannerSetup, error) {
 	ps := &plannerSetup{sampling: llm.SamplingOptions{Logger: log}}
 	if pc := cfg.Planner; pc != nil {
 		ps.provider = pc.Provider
 		if pc.Provider == llm.ProviderSampling {
 			ps.sampling.MaxTokens, ps.sampling.Temperature, ps.sampling.Timeout = pc.MaxTokens, pc.Temperature, pc.Timeout.D()
 		} else {
-			m, err := llm.New(*pc, llm.Options{Logger: log})
+			m, err := llm.New(pc.Config, llm.Options{Logger: log})
 			if err != nil {
 				return nil, fmt.Errorf("planner: %w", err)
 			}
@@ -56,15 +57,12 @@ func newPlanner(cfg *config.Config, cat *registry.Catalog, engine *orchestrate.E
 		return nil, err
 	}
 	ps.key = key
-	ps.base = planner.New(planner.Options{
-		Catalog:      cat,
-		Engine:       engine,
-		Model:        ps.model,
-		Forbidden:    forbidden,
-		Attempts:     cfg.Limits.PlannerAttempts,
-		MaxToolSteps: cfg.Limits.MaxToolSteps,
-		Logger:       log,
-	})
+	fallback, contextTokens, insights, reflection := cfg.Planner.PlannerOptions()
+	ps.options = planner.Options{Fallback: fallback, ContextTokens: contextTokens, Lessons: learned, Insights: insights, Reflection: reflection}
+	opts := ps.options
+	opts.Catalog, opts.Engine, opts.Model, opts.Forbidden = cat, engine, ps.model, forbidden
+	opts.Attempts, opts.MaxToolSteps, opts.Logger = cfg.Limits.PlannerAttempts, cfg.Limits.MaxToolSteps, log
+	ps.base = planner.New(opts)
 	return ps, nil
 }
 

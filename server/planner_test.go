@@ -195,7 +195,7 @@ func TestPromptConfiguredPlanner(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := config.Default()
-	cfg.Planner = &llm.Config{Provider: llm.ProviderScripted, Script: script}
+	cfg.Planner = &config.Planner{Config: llm.Config{Provider: llm.ProviderScripted, Script: script}}
 	p := &probe{}
 	app := newApp(t, cfg, p.tool(t, "echo"))
 	sc := &samplingClient{answers: []string{echoPlan}}
@@ -212,7 +212,7 @@ func TestPromptConfiguredPlanner(t *testing.T) {
 // A planner block that cannot work stops the server from starting.
 func TestPlannerMisconfigured(t *testing.T) {
 	cfg := config.Default()
-	cfg.Planner = &llm.Config{Provider: llm.ProviderAnthropic, Model: "claude-test", APIKeyEnv: "ORCHESTRA_TEST_NO_SUCH_KEY"}
+	cfg.Planner = &config.Planner{Config: llm.Config{Provider: llm.ProviderAnthropic, Model: "claude-test", APIKeyEnv: "ORCHESTRA_TEST_NO_SUCH_KEY"}}
 	if _, err := newAppErr(t, cfg); err == nil || !strings.Contains(err.Error(), "ORCHESTRA_TEST_NO_SUCH_KEY") {
 		t.Errorf("err = %v", err)
 	}

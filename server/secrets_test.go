@@ -131,7 +131,7 @@ func TestProviderErrorRedacted(t *testing.T) {
 	defer srv.Close()
 	t.Setenv("ORCHESTRA_TEST_PLANNER_KEY", key)
 	cfg := config.Default()
-	cfg.Planner = &llm.Config{Provider: llm.ProviderOpenAI, Model: "m", BaseURL: srv.URL + "/v1", APIKeyEnv: "ORCHESTRA_TEST_PLANNER_KEY"}
+	cfg.Planner = &config.Planner{Config: llm.Config{Provider: llm.ProviderOpenAI, Model: "m", BaseURL: srv.URL + "/v1", APIKeyEnv: "ORCHESTRA_TEST_PLANNER_KEY"}}
 	app, logs := newLoggedApp(t, cfg)
 	cs := connectInMemory(t, app, v20251125)
 	res, env := servertest.Call(t, cs, map[string]any{"prompt": "count the items"}, nil)

@@ -138,20 +138,21 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	a.secrets = Secrets(cfg)
 	// A plan may never start an orchestration on its own server.
 	forbidden := func(name string) bool { return name == orchestrate.ToolName }
-	// The engine's hooks feed the records, the logs and the telemetry;
+	learned := &lessons{st: a.store, log: log}
+	// The engine's hooks feed the records, the insights, the logs and the telemetry;
 	// requests add progress and client logs (orchestrateHandler).
 	a.Engine = orchestrate.NewEngine(orchestrate.Options{
 		Tools:       a.tel.Tools(cat),
 		Limits:      cfg.EngineLimits(),
 		Logger:      log,
 		Forbidden:   forbidden,
-		Hooks:       orchestrate.ComposeHooks(newRecorder(a.store, log).hooks(), logHooks(log), a.tel.Hooks()),
+		Hooks:       orchestrate.ComposeHooks(newRecorder(a.store, log).hooks(), learned.hooks(), logHooks(log), a.tel.Hooks()),
 		StepContext: a.tel.StepContext,
 		Record:      RecordURI,
 		Redact:      func(s string) string { return RedactText(s, a.secrets) },
 		Response:    cfg.Server.Response,
 	})
-	if a.planner, err = newPlanner(cfg, cat, a.Engine, forbidden, log); err != nil {
+	if a.planner, err = newPlanner(cfg, cat, a.Engine, forbidden, learned, log); err != nil {
 		return nil, err
 	}
 	if a.tenantPlanners, err = newTenantPlanners(cfg, cat, a.Engine, forbidden, a.planner, log); err != nil {
@@ -166,6 +167,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}, Logging: &mcp.LoggingCapabilities{}},
 	})
 	a.addResources()
+	a.addInsightsResource()
 	a.Server.AddReceivingMiddleware(a.unknownTools, a.tenantTools, a.logLevels.middleware)
 	a.sync()
 	cat.OnChange(a.sync)

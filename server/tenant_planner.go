@@ -35,15 +35,11 @@ func newTenantPlanners(cfg *config.Config, cat *registry.Catalog, engine *orches
 			tp.model = m
 		}
 		t := t
-		tp.base = planner.New(planner.Options{
-			Catalog:      cat,
-			Engine:       engine,
-			Model:        tp.model,
-			Forbidden:    func(n string) bool { return forbidden(n) || !allowTool(t, n) },
-			Attempts:     cfg.Limits.PlannerAttempts,
-			MaxToolSteps: cfg.Limits.MaxToolSteps,
-			Logger:       log.With("tenant", name),
-		})
+		opts := global.options // the planner block's fallback, context budget and lessons
+		opts.Catalog, opts.Engine, opts.Model = cat, engine, tp.model
+		opts.Forbidden = func(n string) bool { return forbidden(n) || !allowTool(t, n) }
+		opts.Attempts, opts.MaxToolSteps, opts.Logger = cfg.Limits.PlannerAttempts, cfg.Limits.MaxToolSteps, log.With("tenant", name)
+		tp.base = planner.New(opts)
 		out[name] = tp
 	}
 	return out, nil

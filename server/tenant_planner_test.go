@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/orchestra-mcp/orchestra/config"
 	"github.com/orchestra-mcp/orchestra/llm"
 	"github.com/orchestra-mcp/orchestra/server"
 )
@@ -28,7 +29,7 @@ func writeScript(t *testing.T, name, tool, label string) string {
 func TestTenantPlanner(t *testing.T) {
 	pa, pb := &probe{}, &probe{}
 	cfg := tenantConfig(t)
-	cfg.Planner = &llm.Config{Provider: llm.ProviderScripted, Script: writeScript(t, "global.jsonl", "b_probe", "global")}
+	cfg.Planner = &config.Planner{Config: llm.Config{Provider: llm.ProviderScripted, Script: writeScript(t, "global.jsonl", "b_probe", "global")}}
 	a := cfg.Tenants["a"]
 	a.Planner = &llm.Config{Provider: llm.ProviderScripted, Script: writeScript(t, "tenant.jsonl", "a_probe", "tenant")}
 	cfg.Tenants["a"] = a

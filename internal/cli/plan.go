@@ -8,6 +8,7 @@ import (
 
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 	"github.com/orchestra-mcp/orchestra/planner"
+	"github.com/orchestra-mcp/orchestra/server"
 )
 
 func cmdPlan(ctx context.Context, env *cliEnv, args []string) int {
@@ -20,11 +21,11 @@ func cmdPlan(ctx context.Context, env *cliEnv, args []string) int {
 	if !ok {
 		return code
 	}
-	p, closeApp, code, ok := plannerFor(ctx, env, "plan", &cf)
+	p, app, code, ok := plannerFor(ctx, env, "plan", &cf)
 	if !ok {
 		return code
 	}
-	defer closeApp()
+	defer app.Close()
 	res, err := p.Plan(ctx, &orchestrate.Request{Prompt: goal})
 	if err != nil {
 		env.errorf("planning: %v", err)
@@ -62,7 +63,7 @@ func goalInput(env *cliEnv, cmd string, args []string) (string, int, bool) {
 }
 
 // plannerFor builds the app and its configured planner.
-func plannerFor(ctx context.Context, env *cliEnv, cmd string, cf *commonFlags) (*planner.Planner, func(), int, bool) {
+func plannerFor(ctx context.Context, env *cliEnv, cmd string, cf *commonFlags) (*planner.Planner, *server.App, int, bool) {
 	cfg, logger, ok := cf.load(env)
 	if !ok {
 		return nil, nil, exitInvalid, false
@@ -76,5 +77,5 @@ func plannerFor(ctx context.Context, env *cliEnv, cmd string, cf *commonFlags) (
 		app.Close()
 		return nil, nil, env.usageError("no planner model is configured", strings.TrimPrefix(err.Error(), "no planner is configured; ")+"\nthen run: orchestra "+cmd+" --config FILE \"goal\""), false
 	}
-	return p, func() { app.Close() }, 0, true
+	return p, app, 0, true
 }

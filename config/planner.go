@@ -1,0 +1,60 @@
+package config
+
+import (
+	"fmt"
+
+	"github.com/orchestra-mcp/orchestra/llm"
+	"github.com/orchestra-mcp/orchestra/planner"
+)
+
+// Planner is the planner block: the model (provider, model, key...) and how
+// the planner uses it.
+type Planner struct {
+	llm.Config `yaml:",inline"`
+	// Fallback is "reactive" to run a bounded tool loop whenever no valid
+	// plan can be made, or "none" (the default); a request's own fallback
+	// wins.
+	Fallback string `yaml:"fallback,omitempty" json:"fallback,omitempty"`
+	// ContextTokens caps the caller's context (instructions, conversation
+	// turns, facts) passed to the planner and to the answer, in tokens
+	// estimated as bytes / 4; the oldest turns are dropped first. Default
+	// 2000.
+	ContextTokens int `yaml:"context_tokens,omitempty" json:"context_tokens,omitempty"`
+	// Insights is how many lessons from past runs the planner is shown for
+	// the tools it offers. Default 8; 0 shows none (they are still kept).
+	Insights *int `yaml:"insights,omitempty" json:"insights,omitempty"`
+	// Reflection adds a one-sentence summary, written by the model, of
+	// each failed run to the insights of its tools (one more model call
+	// per failed run).
+	Reflection bool `yaml:"reflection,omitempty" json:"reflection,omitempty"`
+}
+
+// PlannerOptions returns the planner's options the block sets: the
+// fallback, the context budget, how many insights to show, reflection.
+func (p *Planner) PlannerOptions() (fallback string, contextTokens, insights int, reflection bool) {
+	if p == nil {
+		return "", 0, 0, false
+	}
+	insights = 0 // the planner's default
+	if p.Insights != nil {
+		insights = *p.Insights
+		if insights == 0 {
+			insights = -1 // none
+		}
+	}
+	return p.Fallback, p.ContextTokens, insights, p.Reflection
+}
+
+func (p *Planner) validate() []string {
+	var problems []string
+	if p.Fallback != "" && p.Fallback != planner.FallbackReactive && p.Fallback != "none" {
+		problems = append(problems, fmt.Sprintf("planner.fallback must be %q or \"none\", not %q", planner.FallbackReactive, p.Fallback))
+	}
+	if p.ContextTokens < 0 {
+		problems = append(problems, "planner.context_tokens must not be negative")
+	}
+	if p.Insights != nil && *p.Insights < 0 {
+		problems = append(problems, "planner.insights must not be negative (0 shows none)")
+	}
+	return problems
+}
