@@ -74,6 +74,11 @@ type Artifact struct {
 	Truncated bool `json:"truncated,omitempty"`
 	// Planner records the model calls of the prompt path.
 	Planner *PlannerInfo `json:"planner,omitempty"`
+	// Pending lists the calls a paused run (status awaiting_client) waits
+	// for the client to make.
+	Pending []*PendingCall `json:"pending,omitempty"`
+	// Resume says how to continue a paused run.
+	Resume *ResumeHint `json:"resume,omitempty"`
 }
 
 // PlannerInfo records what the planner did for a prompt.
@@ -171,6 +176,8 @@ func (e *Envelope) Summary() string {
 		fmt.Fprintf(&b, "The plan is invalid (%d problems); nothing ran.", len(a.ValidationErrors))
 	case a.Response != "" && leaves == 0:
 		b.WriteString("Direct response; no tools ran.")
+	case a.Status == StatusAwaitingClient:
+		b.WriteString(pausedSummary(a, counts[StatusSuccess], leaves))
 	default:
 		fmt.Fprintf(&b, "Plan %s: %d of %d tool steps succeeded", a.Status, counts[StatusSuccess], leaves)
 		var rest []string

@@ -46,12 +46,18 @@ func (r *run) runGroup(ctx context.Context, g *Step) {
 		if stopped() {
 			break
 		}
+		if r.endedBefore(c) {
+			continue // a resume keeps what ended before
+		}
 		eg.Go(func() error {
 			if stopped() {
 				return nil
 			}
 			r.startStep(c)
 			r.runNode(gctx, c)
+			if r.waits(c) {
+				return nil // it waits for the client; it has not ended
+			}
 			r.mu.Lock()
 			rec := r.records[c]
 			if g.Merge == MergeFirstSuccess && rec.Status == StatusFailed && rec.Error != nil && rec.Error.Code == CodeCancelled {
@@ -76,6 +82,9 @@ func (r *run) runGroup(ctx context.Context, g *Step) {
 		})
 	}
 	_ = eg.Wait()
+	if r.groupWaits(g, settled.Load() || gctx.Err() != nil || !r.dispatching()) {
+		return
+	}
 	for _, c := range g.Parallel {
 		r.skip(c, nil)
 	}

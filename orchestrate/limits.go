@@ -37,6 +37,8 @@ type Limits struct {
 	// new runs are refused (busy) when one more might pass it, or when
 	// the live heap is over it.
 	MaxMemoryBytes int64 `json:"max_memory_bytes" yaml:"max_memory_bytes"`
+	// PauseTTL is how long a paused run waits for the client's results.
+	PauseTTL time.Duration `json:"pause_ttl" yaml:"pause_ttl"`
 }
 
 // DefaultLimits returns the design's limits.
@@ -55,6 +57,7 @@ func DefaultLimits() Limits {
 		MaxArgumentBytes:   4 << 20,
 		MaxRunBytes:        64 << 20,
 		MaxMemoryBytes:     1 << 30,
+		PauseTTL:           time.Hour,
 	}
 }
 
@@ -99,6 +102,9 @@ func (l Limits) WithDefaults() Limits {
 	}
 	if l.MaxMemoryBytes == 0 {
 		l.MaxMemoryBytes = d.MaxMemoryBytes
+	}
+	if l.PauseTTL == 0 {
+		l.PauseTTL = d.PauseTTL
 	}
 	return l
 }

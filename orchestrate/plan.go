@@ -137,6 +137,12 @@ type Request struct {
 	DryRun bool `json:"dry_run,omitempty"`
 	// Fallback is "reactive" to fall back to a tool loop when planning fails.
 	Fallback string `json:"fallback,omitempty"`
+	// ClientTools are tools the caller runs itself; a plan that reaches
+	// one pauses until the caller resumes it with the result.
+	ClientTools []*ClientTool `json:"client_tools,omitempty"`
+	// Resume continues a paused, interrupted or failed run instead of
+	// starting one.
+	Resume *ResumeRequest `json:"resume,omitempty"`
 }
 
 // Issue is a problem with a request or a plan: a validation error or a
