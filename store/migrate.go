@@ -23,8 +23,11 @@ type migration struct {
 }
 
 // migrations are the embedded migrations in order. Files are named
-// NNNN_description.sql and numbered from 1 without gaps; a released file is
-// never edited, only followed by a new one.
+// NNNN_description.sql with increasing numbers; a released file is never
+// edited, only followed by a new one. Numbers are handed out ahead of time
+// to changes made side by side, so they may have gaps, and a database may
+// meet a number below its newest one later: every migration it has not
+// recorded is applied, in order.
 var migrations = loadMigrations(migrationFiles)
 
 func loadMigrations(fsys fs.FS) []migration {
@@ -34,12 +37,15 @@ func loadMigrations(fsys fs.FS) []migration {
 	}
 	sort.Strings(names)
 	var ms []migration
-	for i, name := range names {
+	for _, name := range names {
 		base := path.Base(name)
 		num, _, ok := strings.Cut(base, "_")
 		v, err := strconv.Atoi(num)
-		if !ok || err != nil || v != i+1 {
-			panic(fmt.Sprintf("store: migration %s: want a name starting %04d_", name, i+1))
+		if !ok || err != nil || v < 1 || len(num) != 4 {
+			panic(fmt.Sprintf("store: migration %s: want a name starting NNNN_ (a positive four-digit number)", name))
+		}
+		if len(ms) > 0 && ms[len(ms)-1].version == v {
+			panic(fmt.Sprintf("store: migrations %s.sql and %s both have the number %04d", ms[len(ms)-1].name, name, v))
 		}
 		body, err := fs.ReadFile(fsys, name)
 		if err != nil {
@@ -73,17 +79,47 @@ func schemaVersion(ctx context.Context, q interface {
 	return v, err
 }
 
-// migrate applies the migrations the database lacks, each in its own
-// transaction, and refuses a database migrated past the last one it knows.
-// Each transaction takes the write lock first, so processes opening the same
-// database at once apply every migration exactly once.
+// unknownVersion returns a migration the database recorded that ms does not
+// have, or 0: the database was migrated by a newer build.
+func unknownVersion(ctx context.Context, q interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+}, ms []migration) (int, error) {
+	rows, err := q.QueryContext(ctx, `SELECT version FROM schema_migrations ORDER BY version`)
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	known := make(map[int]bool, len(ms))
+	for _, m := range ms {
+		known[m.version] = true
+	}
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			return 0, err
+		}
+		if !known[v] {
+			return v, nil
+		}
+	}
+	return 0, rows.Err()
+}
+
+// migrate applies the migrations the database has not recorded, each in
+// its own transaction and in order, and refuses a database that recorded a
+// migration it does not know (one made by a newer build). Each transaction
+// takes the write lock first, so processes opening the same database at
+// once apply every migration exactly once.
 func (s *Store) migrate(ctx context.Context, ms []migration) error {
 	if _, err := s.writer.ExecContext(ctx, createMigrationsTable); err != nil {
 		return fmt.Errorf("creating schema_migrations: %w", err)
 	}
-	latest := len(ms)
+	latest := 0
+	if len(ms) > 0 {
+		latest = ms[len(ms)-1].version
+	}
 	for _, m := range ms {
-		applied, err := s.applyMigration(ctx, m, latest)
+		applied, err := s.applyMigration(ctx, m, ms, latest)
 		if err != nil {
 			return err
 		}
@@ -91,18 +127,16 @@ func (s *Store) migrate(ctx context.Context, ms []migration) error {
 			s.log.Info("applied execution store migration", "version", m.version, "name", m.name)
 		}
 	}
-	// A database already past ms applies nothing above; check it here too.
-	v, err := schemaVersion(ctx, s.writer)
-	if err != nil {
+	// A database that applied nothing above may still be too new.
+	if v, err := unknownVersion(ctx, s.writer, ms); err != nil {
 		return fmt.Errorf("reading schema version: %w", err)
-	}
-	if v > latest {
-		return fmt.Errorf("%w: database at version %d, this build knows up to %d", ErrSchemaTooNew, v, latest)
+	} else if v != 0 {
+		return fmt.Errorf("%w: the database has migration %d, this build knows up to %d", ErrSchemaTooNew, v, latest)
 	}
 	return nil
 }
 
-func (s *Store) applyMigration(ctx context.Context, m migration, latest int) (applied bool, err error) {
+func (s *Store) applyMigration(ctx context.Context, m migration, ms []migration, latest int) (applied bool, err error) {
 	tx, err := s.writer.BeginTx(ctx, nil)
 	if err != nil {
 		return false, fmt.Errorf("migration %s: %w", m.name, err)
@@ -112,18 +146,17 @@ func (s *Store) applyMigration(ctx context.Context, m migration, latest int) (ap
 			tx.Rollback()
 		}
 	}()
-	v, err := schemaVersion(ctx, tx)
-	if err != nil {
+	if v, err := unknownVersion(ctx, tx, ms); err != nil {
+		return false, fmt.Errorf("migration %s: reading schema version: %w", m.name, err)
+	} else if v != 0 {
+		return false, fmt.Errorf("%w: the database has migration %d, this build knows up to %d", ErrSchemaTooNew, v, latest)
+	}
+	var done int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE version = ?`, m.version).Scan(&done); err != nil {
 		return false, fmt.Errorf("migration %s: reading schema version: %w", m.name, err)
 	}
-	if v > latest {
-		return false, fmt.Errorf("%w: database at version %d, this build knows up to %d", ErrSchemaTooNew, v, latest)
-	}
-	if v >= m.version {
+	if done > 0 {
 		return false, tx.Rollback()
-	}
-	if v != m.version-1 {
-		return false, fmt.Errorf("migration %s: database at version %d, want %d", m.name, v, m.version-1)
 	}
 	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
 		return false, fmt.Errorf("migration %s: %w", m.name, err)

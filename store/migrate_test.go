@@ -15,8 +15,8 @@ func TestMigrateEmptyDatabase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v != len(migrations) || v < 1 {
-		t.Errorf("schema version %d, want %d", v, len(migrations))
+	if v != latestVersion() || v < 1 {
+		t.Errorf("schema version %d, want %d", v, latestVersion())
 	}
 	for _, table := range []string{"runs", "steps", "schema_migrations"} {
 		var n int
@@ -43,7 +43,7 @@ func TestMigrateUpgrade(t *testing.T) {
 		t.Fatal(err)
 	}
 	next := migration{
-		version: len(migrations) + 1,
+		version: latestVersion() + 1,
 		name:    "9999_label",
 		sql:     `ALTER TABLE runs ADD COLUMN label TEXT NOT NULL DEFAULT ''; CREATE INDEX runs_by_label ON runs (label);`,
 	}
@@ -63,7 +63,7 @@ func TestMigrateUpgrade(t *testing.T) {
 func TestMigrateFailureRollsBack(t *testing.T) {
 	ctx := t.Context()
 	s := openTest(t, Memory, Options{})
-	bad := migration{version: len(migrations) + 1, name: "bad", sql: `CREATE TABLE t (x); SELECT nonsense FROM nowhere;`}
+	bad := migration{version: latestVersion() + 1, name: "bad", sql: `CREATE TABLE t (x); SELECT nonsense FROM nowhere;`}
 	if err := s.migrate(ctx, append(migrations[:len(migrations):len(migrations)], bad)); err == nil {
 		t.Fatal("a failing migration succeeded")
 	}
@@ -71,7 +71,7 @@ func TestMigrateFailureRollsBack(t *testing.T) {
 	if err := s.reader.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE name = 't'`).Scan(&n); err != nil || n != 0 {
 		t.Errorf("half-applied migration left table t: %d, %v", n, err)
 	}
-	if v, err := schemaVersion(ctx, s.reader); err != nil || v != len(migrations) {
+	if v, err := schemaVersion(ctx, s.reader); err != nil || v != latestVersion() {
 		t.Errorf("schema version %d, %v", v, err)
 	}
 }
@@ -111,13 +111,47 @@ func TestLoadMigrations(t *testing.T) {
 		"migrations/0001_a.sql": {Data: []byte("")},
 		"migrations/0003_c.sql": {Data: []byte("")},
 	}
+	if ms := loadMigrations(gap); len(ms) != 2 || ms[1].version != 3 {
+		t.Errorf("loadMigrations with a gap = %+v", ms)
+	}
+	dup := fstest.MapFS{
+		"migrations/0001_a.sql": {Data: []byte("")},
+		"migrations/0001_b.sql": {Data: []byte("")},
+	}
 	defer func() {
 		if recover() == nil {
-			t.Error("a gap in the migration numbers did not panic")
+			t.Error("two migrations with one number did not panic")
 		}
 	}()
-	loadMigrations(gap)
+	loadMigrations(dup)
 }
+
+// TestMigrateFillsAGap applies a migration whose number is below the
+// database's newest one, as when changes numbered side by side land in a
+// different order.
+func TestMigrateFillsAGap(t *testing.T) {
+	ctx := t.Context()
+	s := openTest(t, Memory, Options{})
+	v := latestVersion()
+	first := []migration{{version: v + 2, name: "late_b", sql: `CREATE TABLE late_b (x);`}}
+	if err := s.migrate(ctx, append(migrations[:len(migrations):len(migrations)], first...)); err != nil {
+		t.Fatal(err)
+	}
+	both := append(migrations[:len(migrations):len(migrations)],
+		migration{version: v + 1, name: "late_a", sql: `CREATE TABLE late_a (x);`}, first[0])
+	if err := s.migrate(ctx, both); err != nil {
+		t.Fatal(err)
+	}
+	for _, table := range []string{"late_a", "late_b"} {
+		var n int
+		if err := s.reader.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE name = ?`, table).Scan(&n); err != nil || n != 1 {
+			t.Errorf("table %s: %d, %v", table, n, err)
+		}
+	}
+}
+
+// latestVersion is the number of the newest embedded migration.
+func latestVersion() int { return migrations[len(migrations)-1].version }
 
 // rawOpen opens the database file directly, bypassing the store.
 func rawOpen(t testing.TB, path string) *sql.DB {

@@ -204,7 +204,7 @@ func decodeCursor(s string) (cursor, error) {
 	return cursor{startedAt: started, seq: seq}, nil
 }
 
-const runColumns = `exec_id, request_id, owner, tool, status, started_at, finished_at, duration_ms, step_count, error`
+const runColumns = `exec_id, request_id, owner, tool, status, started_at, finished_at, duration_ms, step_count, error, ` + resumeColumn
 
 // scanRun scans runColumns followed by extra destinations.
 func scanRun(row interface{ Scan(...any) error }, extra ...any) (*Run, error) {
@@ -212,12 +212,14 @@ func scanRun(row interface{ Scan(...any) error }, extra ...any) (*Run, error) {
 	var status string
 	var started int64
 	var finished sql.NullInt64
+	var resume int
 	dest := append([]any{&r.ExecID, &r.RequestID, &r.Owner, &r.Tool, &status, &started, &finished,
-		&r.DurationMS, &r.StepCount, &r.Error}, extra...)
+		&r.DurationMS, &r.StepCount, &r.Error, &resume}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return nil, err
 	}
 	r.Status = Status(status)
+	r.resumeState(resume)
 	r.StartedAt = time.Unix(0, started).UTC()
 	r.FinishedAt = fromNull(finished)
 	return &r, nil

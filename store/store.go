@@ -94,6 +94,9 @@ type Run struct {
 	StepCount int
 	// Error summarizes why the run did not succeed; see [Store.FinishRun].
 	Error string
+	// Resumable reports that the run can go on: it is paused (Status is
+	// StatusPaused), or it was interrupted or failed and kept its request.
+	Resumable bool
 }
 
 // StepRecord is the record of one step of a run.
