@@ -41,6 +41,10 @@ type Config struct {
 	Planner *llm.Config `yaml:"planner" json:"planner"`
 	// Store keeps the execution records of runs.
 	Store Store `yaml:"store" json:"store"`
+	// ClientFinalTools are globs over tool names: a plan that reaches one
+	// of these tools pauses for its client to run it, as for the request's
+	// client_tools.
+	ClientFinalTools []string `yaml:"client_final_tools" json:"client_final_tools"`
 
 	// path is the file the configuration came from.
 	path string

@@ -44,6 +44,9 @@ type Options struct {
 	// Pauses keeps paused runs and what resuming a run needs; nil keeps
 	// paused runs in memory.
 	Pauses PauseStore
+	// ClientFinal, when set, reports catalog tools that the client runs:
+	// a plan pauses at them as at the request's client tools.
+	ClientFinal func(name string) bool
 }
 
 // RunOptions add to an engine's options for the runs of one request: what

@@ -520,3 +520,18 @@ func joinAnd(s []string) string {
 	}
 	return strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
 }
+
+// ClientRegistryTools returns the usable declarations of decl as catalog
+// tools (client-final), for a planner to offer.
+func ClientRegistryTools(decl []*ClientTool) []registry.Tool {
+	tools, _ := withClientTools(registry.NewCatalog(), decl)
+	ct, ok := tools.(*clientTools)
+	if !ok {
+		return nil
+	}
+	out := make([]registry.Tool, 0, len(ct.own))
+	for _, n := range ct.names {
+		out = append(out, ct.own[n])
+	}
+	return out
+}

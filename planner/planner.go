@@ -163,7 +163,7 @@ func (p *Planner) Plan(ctx context.Context, req *orchestrate.Request) (*Result, 
 	ctx, cancel := context.WithTimeout(ctx, p.planTimeout(req))
 	defer cancel()
 
-	tool := p.Tool()
+	tool := p.toolFor(req)
 	def := tool.Def()
 	msgs := []llm.Message{{Role: llm.RoleUser, Content: userMessage(req.Prompt, req.Bindings)}}
 	for attempt := 1; attempt <= p.opts.Attempts; attempt++ {
@@ -184,7 +184,7 @@ func (p *Planner) Plan(ctx context.Context, req *orchestrate.Request) (*Result, 
 		if plan != nil {
 			res.Plan = plan
 			if len(issues) == 0 {
-				v := p.opts.Engine.Validate(&orchestrate.Request{Plan: plan, Bindings: req.Bindings, TimeoutMS: req.TimeoutMS, MaxParallel: req.MaxParallel})
+				v := p.opts.Engine.Validate(&orchestrate.Request{Plan: plan, Bindings: req.Bindings, TimeoutMS: req.TimeoutMS, MaxParallel: req.MaxParallel, ClientTools: req.ClientTools})
 				issues = v.Errors
 			}
 		}

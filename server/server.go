@@ -141,6 +141,8 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		StepContext: a.tel.StepContext,
 		Record:      RecordURI,
 		Redact:      func(s string) string { return RedactText(s, a.secrets) },
+		Pauses:      &pauses{st: a.store, log: log},
+		ClientFinal: clientFinal(cfg.ClientFinalTools),
 	})
 	if a.planner, err = newPlanner(cfg, cat, a.Engine, forbidden, log); err != nil {
 		return nil, err
