@@ -60,6 +60,9 @@ type ExecutionSummary struct {
 	DurationMS int64      `json:"duration_ms"`
 	Steps      int        `json:"steps"`
 	Error      string     `json:"error,omitempty"`
+	// Resumable reports that the run can go on: it is paused, or it was
+	// interrupted or failed (orchestra resume ID).
+	Resumable bool `json:"resumable,omitempty"`
 }
 
 // ExecutionPage is the content of orchestra://executions.
@@ -75,6 +78,8 @@ type Execution struct {
 	Plan     json.RawMessage `json:"plan,omitempty"`
 	Envelope json.RawMessage `json:"envelope,omitempty"`
 	Records  []StepSummary   `json:"step_records"`
+	// Pauses is the run's history of pauses and resumes, oldest first.
+	Pauses []store.PauseEvent `json:"pauses,omitempty"`
 }
 
 // StepSummary is the record of one step.
@@ -95,7 +100,7 @@ type StepSummary struct {
 func Summary(r *store.Run) ExecutionSummary {
 	s := ExecutionSummary{
 		ExecID: r.ExecID, URI: RecordURI(r.ExecID), Status: string(r.Status), Tool: r.Tool, RequestID: r.RequestID,
-		StartedAt: r.StartedAt, DurationMS: r.DurationMS, Steps: r.StepCount, Error: r.Error,
+		StartedAt: r.StartedAt, DurationMS: r.DurationMS, Steps: r.StepCount, Error: r.Error, Resumable: r.Resumable,
 	}
 	if !r.FinishedAt.IsZero() {
 		t := r.FinishedAt
@@ -183,7 +188,9 @@ func (a *App) readExecution(ctx context.Context, req *mcp.ReadResourceRequest) (
 	if err != nil {
 		return nil, err
 	}
-	return jsonResource(uri, ExecutionOf(run, steps))
+	ex := ExecutionOf(run, steps)
+	ex.Pauses, _ = a.store.Pauses(ctx, id)
+	return jsonResource(uri, ex)
 }
 
 // ownerScope is whose records a reader sees: an authenticated HTTP caller

@@ -34,6 +34,7 @@ var commands = []command{
 	{"tools", "[--config FILE] [--json]", "List the tools a plan can call, with their schemas.", cmdTools},
 	{"version", "", "Print the version.", cmdVersion},
 	{"executions", "[--store PATH] [--json] [--limit N] [--status S] [ID]", "List recent runs from the execution records, newest first, or show one run's envelope and step records.", cmdExecutions},
+	{"resume", "[--config FILE] [--store PATH] [--results FILE|-] ID", "Continue a run: an interrupted or failed one runs only the steps that did not succeed; a paused one takes the results of its pending calls.", cmdResume},
 	{"plan", `[--config FILE] "goal"|-`, "Ask the configured planner model for a plan and print it, validated, as JSON; nothing runs.", cmdPlan},
 	{"ask", `[--config FILE] [--json] "goal"|-`, "Plan, run and answer a goal with the configured planner model (two model calls), and print the answer.", cmdAsk},
 }
