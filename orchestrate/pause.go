@@ -535,3 +535,39 @@ func ClientRegistryTools(decl []*ClientTool) []registry.Tool {
 	}
 	return out
 }
+
+// clientFinal reports whether the client finishes tool t: a client tool,
+// a tool marked client-final, ask_user.
+func (r *run) clientFinal(t registry.Tool) bool {
+	return t.Mode == registry.ClientFinal || r.e.opts.ClientFinal != nil && r.e.opts.ClientFinal(t.Name)
+}
+
+// mayPause reports whether step s, a tool step, may wait for the client:
+// its tool is client-final, and it is not ask_user with elicitation.
+func (r *run) mayPause(s *Step) bool {
+	t, ok := r.ps.tools.Lookup(s.Tool)
+	return ok && r.clientFinal(t) && !(t.Name == AskUserTool && r.ps.elicit != nil)
+}
+
+// clientInLoop returns the issue of tool step s when it may pause but runs
+// where nothing can wait for the client (a tool loop, a loop's
+// iteration), nil otherwise.
+func (r *run) clientInLoop(s *Step, where string) *Issue {
+	if s.IsGroup() || !r.mayPause(s) {
+		return nil
+	}
+	idx := s.index
+	return &Issue{Step: &idx, StepID: s.ID, Path: s.path, Code: CodeClientInLoop,
+		Message: fmt.Sprintf("%s is run by the client, and %s cannot pause for it; call it from a top-level plan step instead", s.Tool, where)}
+}
+
+// noPauseIssues refuses the steps of a plan that must not pause.
+func (r *run) noPauseIssues() []*Issue {
+	var out []*Issue
+	for _, s := range r.plan.Leaves() {
+		if is := r.clientInLoop(s, "a tool loop"); is != nil {
+			out = append(out, is)
+		}
+	}
+	return out
+}

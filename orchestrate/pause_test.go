@@ -338,3 +338,27 @@ func TestClientToolsAreValidated(t *testing.T) {
 		}
 	}
 }
+
+// A tool loop cannot pause: a client tool in its one-step plans is refused
+// before anything runs, with client_in_loop; ask_user still asks when the
+// client has elicitation.
+func TestToolLoopsCannotPause(t *testing.T) {
+	e := newTestEngine(t, pauseCatalog(t, &callLog{}), Limits{})
+	req := mustRequest(t, `{"client_tools": [`+editTool+`], "plan": {"steps": [{"id": "e", "tool": "edit", "arguments": {"path": "a", "text": "b"}}]}}`)
+	req.NoPause = true
+	env := e.Run(t.Context(), req)
+	if v := env.Artifact.ValidationErrors; len(v) != 1 || v[0].Code != CodeClientInLoop {
+		t.Fatalf("%s", env.JSON())
+	}
+	ask := mustRequest(t, `{"plan": {"steps": [{"id": "q", "tool": "ask_user", "arguments": {"message": "ok?"}}]}}`)
+	ask.NoPause = true
+	if env := e.Run(t.Context(), ask); len(env.Artifact.ValidationErrors) != 1 {
+		t.Errorf("ask_user without elicitation in a tool loop: %s", env.JSON())
+	}
+	elicit := func(context.Context, string, map[string]any) (string, map[string]any, error) {
+		return "accept", nil, nil
+	}
+	if env := e.RunWith(t.Context(), ask, RunOptions{Elicit: elicit}); !env.Artifact.Success {
+		t.Errorf("ask_user with elicitation in a tool loop: %s", env.JSON())
+	}
+}

@@ -143,6 +143,10 @@ type Request struct {
 	// Resume continues a paused, interrupted or failed run instead of
 	// starting one.
 	Resume *ResumeRequest `json:"resume,omitempty"`
+	// NoPause is set by tool loops (the reactive fallback), which cannot
+	// wait for a client: a plan that would pause is refused before it
+	// runs, with client_in_loop.
+	NoPause bool `json:"-"`
 }
 
 // Issue is a problem with a request or a plan: a validation error or a

@@ -208,6 +208,9 @@ func (r *run) validate() bool {
 	r.tmpl = newTemplateCache(r.plan)
 	r.valid = validateCached(r.plan, r.ps.tools, r.lim, r.req.Bindings, r.e.opts.Forbidden, r.tmpl)
 	r.valid.Errors = append(r.valid.Errors, r.ps.issues...)
+	if r.req.NoPause {
+		r.valid.Errors = append(r.valid.Errors, r.noPauseIssues()...)
+	}
 	return r.valid.OK()
 }
 

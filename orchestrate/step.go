@@ -27,7 +27,7 @@ func (r *run) runLeaf(ctx context.Context, s *Step) {
 		r.end(s, StatusFailed, nil, &Error{Code: CodeServerUnavailable, Message: fmt.Sprintf("tool %q is no longer available (its server may have stopped); retry later", s.Tool)})
 		return
 	}
-	if tool.Mode == registry.ClientFinal || r.e.opts.ClientFinal != nil && r.e.opts.ClientFinal(tool.Name) {
+	if r.clientFinal(tool) {
 		r.clientCall(ctx, s, tool, args)
 		return
 	}

@@ -155,7 +155,7 @@ func (p *Planner) callTool(ctx context.Context, req *orchestrate.Request, tool *
 	if len(issues) > 0 {
 		return fail(orchestrate.CodeValidation, issueText(issues))
 	}
-	sub := &orchestrate.Request{Plan: plan, Bindings: req.Bindings, MaxParallel: req.MaxParallel}
+	sub := &orchestrate.Request{Plan: plan, Bindings: req.Bindings, MaxParallel: req.MaxParallel, NoPause: true}
 	if dl, ok := ctx.Deadline(); ok {
 		sub.TimeoutMS = max(1, int(time.Until(dl).Milliseconds()))
 	}

@@ -91,7 +91,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		opts.Version = version.String()
 	}
 	cat := registry.NewCatalog()
-	builtins := builtin.Tools(cfg.Builtins)
+	builtins := append(builtin.Tools(cfg.Builtins), builtin.AskUser())
 	for i := range builtins {
 		builtins[i].Source = "builtin"
 	}

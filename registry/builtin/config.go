@@ -163,7 +163,6 @@ func Tools(cfg Config) []registry.Tool {
 	tools := []registry.Tool{
 		jsonQueryTool(jq, newEvaluator(jq.MaxMemoryBytes, cfg.Workers)),
 		renderTool(render, newEvaluator(render.MaxMemoryBytes, cfg.Workers)),
-		AskUser(),
 	}
 	if len(cfg.HTTP.AllowedHosts) > 0 {
 		tools = append(tools, HTTPRequest(cfg.HTTP))

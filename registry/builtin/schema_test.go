@@ -86,7 +86,7 @@ func TestToolInvariants(t *testing.T) {
 			if tool.Call == nil {
 				t.Error("no Call")
 			}
-			if tool.Mode != registry.ServerFinal && tool.Name != "ask_user" {
+			if tool.Mode != registry.ServerFinal {
 				t.Errorf("mode = %v, want server-final", tool.Mode)
 			}
 			for kind, s := range map[string]*jsonschema.Schema{"input": tool.InputSchema, "output": tool.OutputSchema} {
