@@ -162,6 +162,12 @@ func (m *memoryPauses) Pause(_ context.Context, execID string, req *Request, pen
 	if m.runs == nil {
 		m.runs = map[string]*Checkpoint{}
 	}
+	now := time.Now()
+	for id, cp := range m.runs { // forget what can no longer be resumed
+		if cp.Status != CheckpointPaused || now.After(cp.ExpiresAt) {
+			delete(m.runs, id)
+		}
+	}
 	claims := 0
 	if old := m.runs[execID]; old != nil {
 		claims = old.Claims
