@@ -150,8 +150,9 @@ type PauseStore interface {
 // memoryPauses keeps paused runs in memory: the engine's default, for
 // engines without a store. Only paused runs can be resumed with it.
 type memoryPauses struct {
-	mu   sync.Mutex
-	runs map[string]*Checkpoint
+	mu     sync.Mutex
+	runs   map[string]*Checkpoint
+	claims int // claims so far, of every run
 }
 
 func (m *memoryPauses) Keep(context.Context, string, *Request) {}
@@ -162,15 +163,14 @@ func (m *memoryPauses) Pause(_ context.Context, execID string, req *Request, pen
 	if m.runs == nil {
 		m.runs = map[string]*Checkpoint{}
 	}
+	// Claims count every claim of the store: a checkpoint read before a
+	// claim never matches the run paused again after it.
+	claims := m.claims
 	now := time.Now()
 	for id, cp := range m.runs { // forget what can no longer be resumed
 		if cp.Status != CheckpointPaused || now.After(cp.ExpiresAt) {
 			delete(m.runs, id)
 		}
-	}
-	claims := 0
-	if old := m.runs[execID]; old != nil {
-		claims = old.Claims
 	}
 	m.runs[execID] = &Checkpoint{ExecID: execID, Status: CheckpointPaused, Request: req, Pending: pending, ExpiresAt: expires, Claims: claims}
 	return nil
@@ -204,7 +204,8 @@ func (m *memoryPauses) Claim(_ context.Context, cp *Checkpoint, _ string, _ []st
 	if !ok || cur.Claims != cp.Claims || cur.Status != cp.Status {
 		return ErrClaimed
 	}
-	cur.Claims++
+	m.claims++
+	cur.Claims = m.claims
 	cur.Status = "running"
 	return nil
 }
