@@ -362,3 +362,43 @@ func TestToolLoopsCannotPause(t *testing.T) {
 		t.Errorf("ask_user with elicitation in a tool loop: %s", env.JSON())
 	}
 }
+
+// A run that stops while a call waits for the client does not pause: a
+// failing sibling in a collect group, or a failing step of a dag, cancels
+// the waiting call and the run fails with every step ended once.
+func TestStoppedRunsDoNotPause(t *testing.T) {
+	fail := fakeTool(t, "fail", "", "", func(context.Context, map[string]any) (*registry.Result, error) {
+		return registry.ErrorResult("broken"), nil
+	})
+	cat := registry.NewCatalog(fail)
+	for name, req := range map[string]string{
+		"group": `{"client_tools": [{"name": "edit"}], "plan": {"steps": [{"id": "g", "parallel": [
+			{"id": "e", "tool": "edit", "arguments": {}}, {"id": "f", "tool": "fail", "arguments": {}}]}]}}`,
+		"dag": `{"client_tools": [{"name": "edit"}], "plan": {"schedule": "dag", "steps": [
+			{"id": "e", "tool": "edit", "arguments": {}}, {"id": "f", "tool": "fail", "arguments": {}}]}}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := newTestEngine(t, cat, Limits{})
+			env := e.Run(t.Context(), mustRequest(t, req))
+			if env.Artifact.Status != StatusFailed || len(env.Artifact.Pending) != 0 {
+				t.Fatalf("%s", env.JSON())
+			}
+			var cancelled bool
+			var walk func([]*StepRecord)
+			walk = func(rs []*StepRecord) {
+				for _, r := range rs {
+					if r.ID == "e" {
+						cancelled = r.Status == StatusCancelled
+					}
+					walk(r.Children)
+				}
+			}
+			walk(env.Artifact.Steps)
+			if !cancelled {
+				t.Errorf("the waiting call was not cancelled: %s", env.JSON())
+			}
+			checkLifecycle(t, env, e.rec.calls())
+			e.logs.checkFSM(t)
+		})
+	}
+}
