@@ -98,3 +98,23 @@ func TestPausedRunOutlivesItsStore(t *testing.T) {
 		t.Errorf("history %+v, %v", hist, err)
 	}
 }
+
+// List tells paused runs from running ones.
+func TestListPausedRuns(t *testing.T) {
+	ctx := t.Context()
+	s := openTest(t, Memory, Options{})
+	for _, id := range []string{"run", "wait"} {
+		if err := s.StartRun(ctx, Run{ExecID: id, Tool: "cli"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Pause(ctx, "wait", []byte(`{}`), []byte(`[]`), time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	for status, want := range map[Status]string{StatusPaused: "wait", StatusRunning: "run"} {
+		runs, _, err := s.List(ctx, ListOptions{Status: status})
+		if err != nil || len(runs) != 1 || runs[0].ExecID != want {
+			t.Errorf("List(%s) = %+v, %v; want %s", status, runs, err, want)
+		}
+	}
+}

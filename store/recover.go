@@ -20,7 +20,10 @@ import (
 
 // notPaused selects the runs that do not wait for their client: a paused
 // run is running in no process, and outlives them.
-const notPaused = `exec_id NOT IN (SELECT exec_id FROM resumable WHERE paused = 1)`
+const notPaused = `NOT ` + isPaused
+
+// isPaused selects the runs that wait for their client.
+const isPaused = `exec_id IN (SELECT exec_id FROM resumable WHERE paused = 1)`
 
 // interruptedError is the Error of a run whose process ended before it did.
 const interruptedError = "the process running it ended before the run finished"

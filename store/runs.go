@@ -117,7 +117,7 @@ func (s *Store) List(ctx context.Context, opts ListOptions) ([]Run, string, erro
 	case limit > maxListLimit:
 		limit = maxListLimit
 	}
-	if opts.Status != "" && !opts.Status.valid() {
+	if opts.Status != "" && !opts.Status.valid() && opts.Status != StatusPaused {
 		return nil, "", fmt.Errorf("listing runs: unknown status %q", opts.Status)
 	}
 	if err := s.Flush(ctx); err != nil {
@@ -129,7 +129,13 @@ func (s *Store) List(ctx context.Context, opts ListOptions) ([]Run, string, erro
 		where = append(where, "owner = ?")
 		args = append(args, opts.Scope.owner)
 	}
-	if opts.Status != "" {
+	switch opts.Status {
+	case "":
+	case StatusPaused: // a paused run is running, and paused
+		where = append(where, "status = 'running' AND "+isPaused)
+	case StatusRunning:
+		where = append(where, "status = 'running' AND "+notPaused)
+	default:
 		where = append(where, "status = ?")
 		args = append(args, string(opts.Status))
 	}
