@@ -14,7 +14,9 @@
 // DAGs), fanout (a group of N sleeping children), e2e (a 12-step plan over
 // MCP stdio against the same calls made directly), model (ReAct against
 // plan-execute-respond on the NESTFUL sequences with a simulated model) and
-// http (a trivial plan against a bare tool over Streamable HTTP).
+// http (a trivial plan against a bare tool over Streamable HTTP) and
+// loop (listing 20 files, reading each and writing a report, as one
+// orchestra call with for_each against a ReAct loop).
 //
 // Nothing here asserts a time: it measures and reports. Compare ratios
 // within one run; the machine may be shared.
@@ -62,6 +64,7 @@ var sections = []struct {
 	{"e2e", endToEnd},
 	{"model", modelRoundTrips},
 	{"http", httpThroughput},
+	{"loop", loopJob},
 }
 
 func run(args []string, stdout, stderr io.Writer) int {

@@ -41,6 +41,9 @@ type Config struct {
 	Planner *llm.Config `yaml:"planner" json:"planner"`
 	// Store keeps the execution records of runs.
 	Store Store `yaml:"store" json:"store"`
+	// Tenants group HTTP callers, each group with its own tools, limits,
+	// planner and records; see Tenant.
+	Tenants map[string]Tenant `yaml:"tenants,omitempty" json:"tenants,omitempty"`
 	// ClientFinalTools are globs over tool names: a plan that reaches one
 	// of these tools pauses for its client to run it, as for the request's
 	// client_tools.
@@ -119,10 +122,16 @@ type Auth struct {
 	// TokensFile is a file holding the accepted tokens, one a line; blank
 	// lines and lines starting with # are ignored.
 	TokensFile string `yaml:"tokens_file,omitempty" json:"tokens_file,omitempty"`
+	// Tokens are named tokens: each name is its holder's user id.
+	Tokens []NamedToken `yaml:"tokens,omitempty" json:"tokens,omitempty"`
+	// JWT accepts OAuth access tokens (JWTs) besides the static tokens.
+	JWT *JWT `yaml:"jwt,omitempty" json:"jwt,omitempty"`
 }
 
 // Enabled reports whether a source of tokens is configured.
-func (a Auth) Enabled() bool { return a.TokensEnv != "" || a.TokensFile != "" }
+func (a Auth) Enabled() bool {
+	return a.TokensEnv != "" || a.TokensFile != "" || len(a.Tokens) > 0 || a.JWT != nil
+}
 
 // RateLimit configures per-client rate limits of the HTTP transport; a
 // client is its bearer token, or its remote address without one. A client
@@ -141,6 +150,13 @@ type Store struct {
 	// means $XDG_STATE_HOME/orchestra/orchestra.db for the CLI (a --store
 	// flag overrides it) and memory for an embedded server.
 	Path string `yaml:"path,omitempty" json:"path,omitempty"`
+	// URL is a PostgreSQL database (postgres://user@host/db) that several
+	// replicas share, instead of Path.
+	URL string `yaml:"url,omitempty" json:"url,omitempty"`
+	// Lease is how long a replica's lease on its runs lasts on PostgreSQL:
+	// a run whose replica stopped renewing it is interrupted after it.
+	// Default 30s.
+	Lease duration.Duration `yaml:"lease,omitempty" json:"lease,omitempty"`
 	// Retention says which finished runs are deleted.
 	Retention Retention `yaml:"retention" json:"retention"`
 }
@@ -211,6 +227,9 @@ func (c *Config) applyDefaults() {
 		c.Store.Retention.MaxAge = duration.Duration(DefaultRetentionMaxAge)
 	}
 	setInt(&c.Store.Retention.MaxRuns, DefaultRetentionMaxRuns)
+	if c.Store.URL != "" {
+		c.Store.Path = c.Store.URL // the store opens either by its location
+	}
 	if c.Server.MaxRequestBytes == 0 {
 		c.Server.MaxRequestBytes = DefaultMaxRequestBytes
 	}
@@ -287,7 +306,7 @@ func Parse(data []byte, lookup func(string) (string, bool)) (*Config, error) {
 func (c *Config) validate() error {
 	var problems []string
 	l := c.Limits
-	for name, v := range map[string]int{"max_depth": l.MaxDepth, "max_steps": l.MaxSteps, "max_parallel": l.MaxParallel, "max_nesting": l.MaxNesting, "max_attempts": l.MaxAttempts, "max_step_output_bytes": l.MaxStepOutputBytes, "max_response_bytes": l.MaxResponseBytes, "max_templates": l.MaxTemplates, "max_argument_bytes": l.MaxArgumentBytes, "max_run_bytes": l.MaxRunBytes, "planner_attempts": l.PlannerAttempts, "max_tool_steps": l.MaxToolSteps, "max_concurrent_plans": l.MaxConcurrentPlans} {
+	for name, v := range map[string]int{"max_depth": l.MaxDepth, "max_steps": l.MaxSteps, "max_parallel": l.MaxParallel, "max_nesting": l.MaxNesting, "max_attempts": l.MaxAttempts, "max_step_output_bytes": l.MaxStepOutputBytes, "max_response_bytes": l.MaxResponseBytes, "max_templates": l.MaxTemplates, "max_argument_bytes": l.MaxArgumentBytes, "max_run_bytes": l.MaxRunBytes, "planner_attempts": l.PlannerAttempts, "max_tool_steps": l.MaxToolSteps, "max_concurrent_plans": l.MaxConcurrentPlans, "max_iterations": l.MaxIterations, "max_tool_calls": l.MaxToolCalls} {
 		if v < 0 {
 			problems = append(problems, fmt.Sprintf("limits.%s must not be negative", name))
 		}
@@ -328,6 +347,7 @@ func (c *Config) validate() error {
 	if p := c.Planner; p != nil {
 		problems = append(problems, validatePlanner(p)...)
 	}
+	problems = append(problems, c.validateIdentity()...)
 	for _, name := range slices.Sorted(maps.Keys(c.MCPServers)) {
 		if err := c.MCPServers[name].Validate(name); err != nil {
 			problems = append(problems, fmt.Sprintf("mcpServers.%s: %v", name, err))

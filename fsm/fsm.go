@@ -70,6 +70,10 @@ const (
 	EventPause = "pause"
 	// EventResume: the client's results came; execution goes on.
 	EventResume = "resume"
+	// EventLimitExceeded: the run reached a limit it found only while
+	// running (limits.max_iterations when a loop's array resolved,
+	// limits.max_tool_calls); nothing new starts.
+	EventLimitExceeded = "limit_exceeded"
 )
 
 // running is every state in which the plan can still time out, panic or be
@@ -99,6 +103,7 @@ var Transitions = []lfsm.EventDesc{
 	{Name: EventTimeout, Src: running, Dst: StateFailed},
 	{Name: EventPanic, Src: running, Dst: StateFailed},
 	{Name: EventCancelled, Src: running, Dst: StateFailed},
+	{Name: EventLimitExceeded, Src: []string{StateDispatchingStep, StateAwaitingResults, StateMergingResults}, Dst: StateFailed},
 }
 
 // stepping is every state in which a step can start or end: the steps of a

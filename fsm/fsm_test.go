@@ -18,7 +18,7 @@ var allEvents = []string{
 	EventStartPlan, EventPlannerFinished, EventValidated, EventValidationFailed, EventDispatch,
 	EventStepsDispatched, EventStepSucceeded, EventStepFailed, EventStepFailedContinue,
 	EventParallelComplete, EventMerged, EventStepStarted, EventStepFinished, EventFinished,
-	EventTimeout, EventPanic, EventCancelled, EventClientCall, EventPause, EventResume,
+	EventTimeout, EventPanic, EventCancelled, EventLimitExceeded, EventClientCall, EventPause, EventResume,
 }
 
 // wantTable is the transition table of the design, written out: for each
@@ -53,6 +53,9 @@ var wantTable = map[string]map[string]string{
 	EventTimeout:   whileRunning(StateFailed),
 	EventPanic:     whileRunning(StateFailed),
 	EventCancelled: whileRunning(StateFailed),
+	EventLimitExceeded: {
+		StateDispatchingStep: StateFailed, StateAwaitingResults: StateFailed, StateMergingResults: StateFailed,
+	},
 }
 
 // whileRunning maps every state before a final one to dst.

@@ -9,6 +9,7 @@ import (
 var stepFields = []string{
 	"id", "result_key", "description", "tool", "tool_name", "arguments", "args", "with", "agent_id", "action_id", "prompt",
 	"timeout_ms", "retry", "on_error", "parallel", "steps", "type", "max_concurrency", "merge", "merge_strategy",
+	"for_each", "as", "do", "when",
 }
 
 func (d *decoder) step(v any, path string, parent *Step, top, pos int) *Step {
@@ -24,6 +25,7 @@ func (d *decoder) step(v any, path string, parent *Step, top, pos int) *Step {
 	var agentID, actionID, prompt, typ string
 	var children any
 	haveChildren := false
+	var loop loopFields
 	setTool := func(at, name string) {
 		if s.Tool != "" && s.Tool != name {
 			d.add(at, CodeInvalidValue, fmt.Sprintf("the step names two tools, %q and %q; keep one", s.Tool, name))
@@ -86,10 +88,12 @@ func (d *decoder) step(v any, path string, parent *Step, top, pos int) *Step {
 				continue
 			}
 			children, haveChildren = val, true
+		case "for_each", "as", "do", "when":
+			d.flowField(s, &loop, k, val, at)
 		case "type":
 			typ = d.str(val, at)
-			if typ != "" && typ != "tool" && typ != "agent" && typ != "parallel" {
-				d.add(at, CodeInvalidValue, fmt.Sprintf("step type must be \"tool\" or \"parallel\", not %q", typ))
+			if typ != "" && typ != "tool" && typ != "agent" && typ != "parallel" && typ != "for_each" {
+				d.add(at, CodeInvalidValue, fmt.Sprintf("step type must be \"tool\", \"parallel\" or \"for_each\", not %q", typ))
 			}
 		case "max_concurrency":
 			s.MaxConcurrency = d.posInt(val, at)
@@ -139,6 +143,8 @@ func (d *decoder) step(v any, path string, parent *Step, top, pos int) *Step {
 	}
 
 	switch {
+	case loop.isLoop():
+		d.loop(s, path, &loop, haveChildren || typ == "parallel", top)
 	case haveChildren && s.Tool != "":
 		d.add(path, CodeInvalidValue, "a step is either a tool call (tool, arguments) or a parallel group (parallel), not both")
 	case haveChildren:
@@ -177,6 +183,10 @@ func (d *decoder) step(v any, path string, parent *Step, top, pos int) *Step {
 		if s.Arguments == nil {
 			s.Arguments = map[string]any{}
 		}
+	}
+
+	if s.As != "" && !loop.isLoop() {
+		d.add(path+".as", CodeInvalidValue, "as names the element of a for_each loop; this step has no for_each")
 	}
 
 	// Explicit ids must be usable in templates.

@@ -26,6 +26,8 @@
 //	run.go                 one run: validation, then scheduling, then the envelope
 //	schedule.go            the top-level steps, sequential or as a dag
 //	step.go, group.go      a tool step with its retries; a parallel group and its merge
+//	loop.go, when.go       for_each loops and their iterations; when conditions
+//	                       (decode_loop.go, validate_flow.go: their decoding and checks)
 //	record.go              the records of steps and the one place a step ends
 //	envelope.go            the response, made from a snapshot of the finished run
 //	truncate.go            output caps

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -62,6 +63,13 @@ type RunOptions struct {
 	// Elicit, when set, asks the request's user: ask_user uses it instead
 	// of pausing.
 	Elicit Elicit
+	// AllowTool, when set, narrows the catalog of these runs to the tools
+	// it allows (a tenant's): a plan calling another is refused at plan
+	// time with unknown_tool.
+	AllowTool func(name string) bool
+	// Limits, when set, lower the engine's limits for these runs; a field
+	// above the engine's, or zero, keeps the engine's.
+	Limits *Limits
 }
 
 // RunInfo identifies a run for its hooks.
@@ -76,6 +84,21 @@ type RunInfo struct {
 	Source string
 	// Traceparent is the W3C trace context the run was called with, if any.
 	Traceparent string
+
+	added atomic.Int64 // tool steps loops added to Leaves as their arrays resolved
+}
+
+// Steps returns how many tool steps the run makes: Leaves, with each loop's
+// body counted once per element once the loop's array resolved (and not at
+// all when it resolved empty, or the loop ended without running). Progress
+// reaches it when every step ended.
+func (i *RunInfo) Steps() int { return i.Leaves + int(i.added.Load()) }
+
+// grow adds n (which may be negative) to the steps of the run.
+func (i *RunInfo) grow(n int) {
+	if n != 0 {
+		i.added.Add(int64(n))
+	}
 }
 
 // Engine validates and runs plans. It is safe for concurrent use.
@@ -132,6 +155,12 @@ func (e *Engine) With(ro RunOptions) *Engine {
 	}
 	if ro.Source != "" {
 		c.source = ro.Source
+	}
+	if ro.AllowTool != nil {
+		c.opts.Tools = allowedTools{c.opts.Tools, ro.AllowTool}
+	}
+	if ro.Limits != nil {
+		c.lim = c.lim.Lower(*ro.Limits)
 	}
 	if ro.Elicit != nil {
 		c.elicit = ro.Elicit

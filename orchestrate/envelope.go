@@ -111,7 +111,7 @@ type StepRecord struct {
 	ID        string `json:"id"`
 	Index     int    `json:"index"`
 	Path      string `json:"path"`
-	Type      string `json:"type"` // "tool" or "parallel"
+	Type      string `json:"type"` // "tool", "parallel" or "for_each"
 	Tool      string `json:"tool,omitempty"`
 	ResultKey string `json:"result_key,omitempty"`
 	Merge     string `json:"merge,omitempty"`
@@ -128,7 +128,13 @@ type StepRecord struct {
 	StartedAt  *time.Time    `json:"started_at,omitempty"`
 	DurationMS int64         `json:"duration_ms"`
 	// SkillID is the skill of a downstream artifact envelope.
-	SkillID  string        `json:"skill_id,omitempty"`
+	SkillID string `json:"skill_id,omitempty"`
+	// Iteration is the index of the element an iteration of a loop ran
+	// for; the iterations are the children of the loop's record.
+	Iteration *int `json:"iteration,omitempty"`
+	// Reason says why a skipped step did not run when that is no failure:
+	// its condition (when) was false, or that of a step it needs.
+	Reason   *Error        `json:"reason,omitempty"`
 	Children []*StepRecord `json:"children,omitempty"`
 
 	step  *Step
@@ -160,7 +166,7 @@ func (e *Envelope) Summary() string {
 	var walk func([]*StepRecord)
 	walk = func(rs []*StepRecord) {
 		for _, r := range rs {
-			if r.Type == "parallel" {
+			if r.Type == "parallel" || r.Type == TypeForEach {
 				walk(r.Children)
 				continue
 			}
@@ -297,7 +303,9 @@ func (s *snapshot) envelope() *Envelope {
 	var walk func(rs []*StepRecord, wonRace bool)
 	walk = func(rs []*StepRecord, wonRace bool) {
 		for _, rec := range rs {
-			if rec.Error != nil && (rec.Type == "tool" || rec.Status == StatusSkipped) && !(wonRace && rec.Status == StatusCancelled) {
+			// A loop's error is its own only when no iteration ran.
+			own := rec.Type == "tool" || rec.Type == TypeForEach && len(rec.Children) == 0
+			if rec.Error != nil && (own || rec.Status == StatusSkipped) && !(wonRace && rec.Status == StatusCancelled) {
 				stepErrs = append(stepErrs, rec.Error)
 			}
 			walk(rec.Children, rec.Merge == MergeFirstSuccess && rec.Status == StatusSuccess)

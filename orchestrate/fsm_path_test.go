@@ -57,6 +57,14 @@ func TestFSMPaths(t *testing.T) {
 			"steps_dispatched: dispatching_step -> awaiting_results", "panic: awaiting_results -> failed",
 		},
 	}, {
+		name:    "a limit found while running fires limit_exceeded",
+		request: `{"plan":{"steps":[{"id":"e","tool":"echo","arguments":{"items":[` + strings.Repeat(`1,`, 64) + `1]}},{"for_each":"$e.output.items","do":{"tool":"echo"}}]}}`,
+		want: []string{
+			"validated: plan_init -> plan_validated", "dispatch: plan_validated -> dispatching_step",
+			"steps_dispatched: dispatching_step -> awaiting_results", "step_succeeded: awaiting_results -> dispatching_step",
+			"steps_dispatched: dispatching_step -> awaiting_results", "limit_exceeded: awaiting_results -> failed",
+		},
+	}, {
 		name:    "invalid plan",
 		request: `{"plan":{"steps":[{"tool":"nope"}]}}`,
 		want:    []string{"validation_failed: plan_init -> failed"},

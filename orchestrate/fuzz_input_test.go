@@ -46,6 +46,8 @@ func fuzzEngine(t testing.TB) *Engine {
 // end exactly once (checkLifecycle).
 func FuzzOrchestrate(f *testing.F) {
 	f.Add([]byte(`{"plan":{"steps":[{"id":"a","tool":"echo","arguments":{"text":"hi","items":[{"url":"u"}]}},{"tool":"echo","arguments":{"text":"${a.output.text}!","n":"$bindings.n"}}]},"bindings":{"n":3}}`))
+	f.Add([]byte(`{"plan":{"steps":[{"id":"a","tool":"echo","arguments":{"items":[{"ok":true},{"ok":false}]}},{"id":"r","for_each":"$a.output.items","do":{"when":"$item.ok","tool":"echo","arguments":{"i":"$item_index"}}},{"when":"$r.output[0]","tool":"echo","arguments":{"all":"$r.output"}}]}}`))
+	f.Add([]byte(`{"plan":{"steps":[{"for_each":[1,2,3],"as":"n","do":{"parallel":[{"tool":"echo","arguments":{"n":"${n}"}}]}}]}}`))
 	f.Add([]byte(`{"client_tools":[{"name":"edit","output_schema":{"type":"object"}}],"plan":{"steps":[{"id":"a","tool":"echo","arguments":{"text":"hi"}},{"id":"g","parallel":[{"id":"e","tool":"edit","arguments":{"t":"$a.output.text"}},{"tool":"echo","arguments":{"text":"x"}}]}]}}`))
 	f.Add([]byte(`{"resume":{"exec_id":"x","results":{"e":{"error":"no"}}}}`))
 	e := fuzzEngine(f)

@@ -14,6 +14,7 @@ import (
 // to JSON that decodes to the same normalized request.
 func FuzzDecodeRequest(f *testing.F) {
 	f.Add([]byte(`{"plan":{"steps":[{"tool":"echo","arguments":{"x":1}}]}}`))
+	f.Add([]byte(`{"plan":{"steps":[{"id":"l","tool":"echo"},{"id":"r","for_each":"$l.output.items","as":"it","max_concurrency":2,"do":{"when":"$it.ok","parallel":[{"tool":"echo","arguments":{"x":"$it_index"}}]}}]}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		req, issues := DecodeRequest(data)
 		if (req == nil) == (len(issues) == 0) {

@@ -222,6 +222,8 @@ type traceStep struct {
 	Error     *Error         `json:"error,omitempty"`
 	Attempts  int            `json:"attempts,omitempty"`
 	SkillID   string         `json:"skill_id,omitempty"`
+	Iteration *int           `json:"iteration,omitempty"`
+	Reason    *Error         `json:"reason,omitempty"`
 	Children  []*traceStep   `json:"children,omitempty"`
 }
 
@@ -250,7 +252,7 @@ func traceSteps(rs []*StepRecord) []*traceStep {
 		out = append(out, &traceStep{
 			ID: r.ID, Type: r.Type, Tool: r.Tool, ResultKey: r.ResultKey, Merge: r.Merge, Status: r.Status,
 			Arguments: r.Arguments, Output: r.Output, Error: r.Error, Attempts: r.Attempts, SkillID: r.SkillID,
-			Children: traceSteps(r.Children),
+			Iteration: r.Iteration, Reason: r.Reason, Children: traceSteps(r.Children),
 		})
 	}
 	return out

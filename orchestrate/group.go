@@ -20,9 +20,12 @@ func (r *run) runNode(ctx context.Context, s *Step) {
 			r.end(s, StatusFailed, nil, &Error{Code: CodePanic, Message: fmt.Sprintf("internal error: %v", v)})
 		}
 	}()
-	if s.IsGroup() {
+	switch {
+	case s.IsGroup():
 		r.runGroup(ctx, s)
-	} else {
+	case s.IsLoop():
+		r.runLoop(ctx, s)
+	default:
 		r.runLeaf(ctx, s)
 	}
 }
@@ -51,6 +54,10 @@ func (r *run) runGroup(ctx context.Context, g *Step) {
 		}
 		eg.Go(func() error {
 			if stopped() {
+				return nil
+			}
+			if why := r.admit(c); why != nil {
+				r.skipFor(c, why)
 				return nil
 			}
 			r.startStep(c)

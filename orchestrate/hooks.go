@@ -35,8 +35,9 @@ import (
 // Every step and every group ends exactly once, with its final record,
 // before RunFinished: steps that ran, steps a halt or a timeout kept from
 // starting, steps skipped because a step they need failed, the steps of a
-// plan that did not validate or of a dry run, at every nesting depth. A
-// group ends after its children; a step that started ends after it
+// plan that did not validate or of a dry run, at every nesting depth, and
+// each iteration of a loop (a step with its index, under the loop). A
+// group or loop ends after its children; a step that started ends after it
 // started. Nothing about a run is reported after RunFinished.
 //
 // Hooks are called on the run's goroutines, concurrently for the steps of

@@ -37,6 +37,12 @@ type Limits struct {
 	// new runs are refused (busy) when one more might pass it, or when
 	// the live heap is over it.
 	MaxMemoryBytes int64 `json:"max_memory_bytes" yaml:"max_memory_bytes"`
+	// MaxIterations caps the elements one for_each loop runs its body for.
+	MaxIterations int `json:"max_iterations" yaml:"max_iterations"`
+	// MaxToolCalls caps the tool calls of one run, every iteration's
+	// counted, so that loops cannot fan out without bound. It is never
+	// below MaxSteps.
+	MaxToolCalls int `json:"max_tool_calls" yaml:"max_tool_calls"`
 	// PauseTTL is how long a paused run waits for the client's results.
 	PauseTTL time.Duration `json:"pause_ttl" yaml:"pause_ttl"`
 }
@@ -57,6 +63,8 @@ func DefaultLimits() Limits {
 		MaxArgumentBytes:   4 << 20,
 		MaxRunBytes:        64 << 20,
 		MaxMemoryBytes:     1 << 30,
+		MaxIterations:      64,
+		MaxToolCalls:       100,
 		PauseTTL:           time.Hour,
 	}
 }
@@ -102,6 +110,12 @@ func (l Limits) WithDefaults() Limits {
 	}
 	if l.MaxMemoryBytes == 0 {
 		l.MaxMemoryBytes = d.MaxMemoryBytes
+	}
+	if l.MaxIterations == 0 {
+		l.MaxIterations = d.MaxIterations
+	}
+	if l.MaxToolCalls == 0 {
+		l.MaxToolCalls = max(d.MaxToolCalls, l.MaxSteps)
 	}
 	if l.PauseTTL == 0 {
 		l.PauseTTL = d.PauseTTL

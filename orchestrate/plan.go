@@ -60,12 +60,25 @@ type Step struct {
 	MaxConcurrency int     `json:"max_concurrency,omitempty"`
 	Merge          string  `json:"merge,omitempty"`
 
+	// A loop (loop.go): Do runs once per element of the array ForEach
+	// holds (a template such as "$list.output.items", or an array), the
+	// element being $<As> and its index $<As>_index in Do's templates.
+	// MaxConcurrency and Merge apply to the iterations.
+	ForEach any    `json:"for_each,omitempty"`
+	As      string `json:"as,omitempty"`
+	Do      *Step  `json:"do,omitempty"`
+
+	// When, on any step, is a template: the step runs only when its value
+	// is truthy (when.go).
+	When string `json:"when,omitempty"`
+
 	index    int    // the top-level index this step is or is under
 	path     string // where it is in the plan: steps[1].parallel[0]
 	key      string // its key in its group's collected output
 	explicit bool   // whether the id was given
 	parent   *Step
-	depth    int // group nesting: 0 for top-level steps
+	depth    int        // group nesting: 0 for top-level steps
+	iter     *iteration // set on the root of one iteration of a loop's body
 }
 
 // Retry says how often a step is tried on transient failures.
@@ -81,6 +94,18 @@ type Retry struct {
 // IsGroup reports whether s is a parallel group.
 func (s *Step) IsGroup() bool { return s.Parallel != nil }
 
+// IsLoop reports whether s is a for_each loop.
+func (s *Step) IsLoop() bool { return s.Do != nil }
+
+// children returns the steps directly under s: a group's children, or a
+// loop's body.
+func (s *Step) children() []*Step {
+	if s.Do != nil {
+		return []*Step{s.Do}
+	}
+	return s.Parallel
+}
+
 // Index returns the top-level index of s or of the group it is in.
 func (s *Step) Index() int { return s.index }
 
@@ -90,14 +115,15 @@ func (s *Step) Path() string { return s.path }
 // Key returns the key of s in its group's collected output.
 func (s *Step) Key() string { return s.key }
 
-// Leaves returns the tool steps of the plan, in plan order.
+// Leaves returns the tool steps written in the plan, in plan order: the
+// body of a loop counts once, however many times it runs.
 func (p *Plan) Leaves() []*Step {
 	var out []*Step
 	var walk func([]*Step)
 	walk = func(steps []*Step) {
 		for _, s := range steps {
-			if s.IsGroup() {
-				walk(s.Parallel)
+			if s.IsGroup() || s.IsLoop() {
+				walk(s.children())
 			} else {
 				out = append(out, s)
 			}
@@ -107,14 +133,15 @@ func (p *Plan) Leaves() []*Step {
 	return out
 }
 
-// All returns every step of the plan, groups before their children.
+// All returns every step of the plan, groups and loops before their
+// children and bodies.
 func (p *Plan) All() []*Step {
 	var out []*Step
 	var walk func([]*Step)
 	walk = func(steps []*Step) {
 		for _, s := range steps {
 			out = append(out, s)
-			walk(s.Parallel)
+			walk(s.children())
 		}
 	}
 	walk(p.Steps)
@@ -206,10 +233,14 @@ const (
 	CodeTooManySteps     = "too_many_steps"
 	CodeTooDeep          = "too_deep"
 	CodeTooLarge         = "too_large"
+	CodeNotAnArray       = "not_an_array"
+	CodeInsideLoop       = "inside_loop"
+	CodeLimitExceeded    = "limit_exceeded"
 
 	// Warnings.
 	CodeUncheckedRef  = "unchecked_reference"
 	CodeNotATemplate  = "not_a_template"
 	CodeSchemaProblem = "schema_unusable"
 	CodeMustache      = "mustache_placeholder"
+	CodeConditional   = "conditional_reference"
 )

@@ -18,24 +18,29 @@ func (r *run) buildRecords() {
 		r.records = make(map[*Step]*StepRecord, len(all))
 		r.outputs = make(map[*Step]any, len(all))
 	}
-	var build func(s *Step) *StepRecord
-	build = func(s *Step) *StepRecord {
-		rec := &StepRecord{ID: s.ID, Index: s.index, Path: s.path, Tool: s.Tool, ResultKey: s.ResultKey, Status: StatusPending, step: s}
-		if s.IsGroup() {
-			rec.Type, rec.Merge = "parallel", s.Merge
-			rec.Children = make([]*StepRecord, 0, len(s.Parallel))
-			for _, c := range s.Parallel {
-				rec.Children = append(rec.Children, build(c))
-			}
-		} else {
-			rec.Type = "tool"
-		}
-		r.records[s] = rec
-		return rec
-	}
 	for _, s := range r.plan.Steps {
-		build(s)
+		r.buildRecord(s)
 	}
+}
+
+// buildRecord makes the pending record of s and of the steps in it. A
+// loop's iterations get theirs when its array resolves (loop.go).
+func (r *run) buildRecord(s *Step) *StepRecord {
+	rec := &StepRecord{ID: s.ID, Index: s.index, Path: s.path, Tool: s.Tool, ResultKey: s.ResultKey, Status: StatusPending, step: s}
+	switch {
+	case s.IsGroup():
+		rec.Type, rec.Merge = "parallel", s.Merge
+		rec.Children = make([]*StepRecord, 0, len(s.Parallel))
+		for _, c := range s.Parallel {
+			rec.Children = append(rec.Children, r.buildRecord(c))
+		}
+	case s.IsLoop():
+		rec.Type, rec.Merge = TypeForEach, s.Merge
+	default:
+		rec.Type = "tool"
+	}
+	r.records[s] = rec
+	return rec
 }
 
 // copyRecord copies the record of s for the hooks, without its children;
@@ -107,6 +112,9 @@ func (r *run) stepEnded(s *Step, event string) {
 		return
 	}
 	rec.ended = true
+	if s.IsLoop() && rec.Children == nil {
+		r.info.grow(-leafCount(s.Do)) // it never ran its body
+	}
 	var cp *StepRecord
 	if r.hooks.StepEnded != nil {
 		cp = copyRecord(rec)

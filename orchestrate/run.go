@@ -58,6 +58,10 @@ type run struct {
 
 	bytes runBytes // what the run's outputs and arguments hold
 
+	toolCalls  atomic.Int64 // against limits.max_tool_calls
+	limitHit   atomic.Bool  // a limit stopped the run (loop.go)
+	limitFired bool         // limit_exceeded was fired; the scheduler's alone
+
 	ps pauseState // client tools, pauses and resumes (pause.go, resume.go)
 }
 
@@ -210,6 +214,8 @@ func (r *run) validate() bool {
 	r.valid.Errors = append(r.valid.Errors, r.ps.issues...)
 	if r.req.NoPause {
 		r.valid.Errors = append(r.valid.Errors, r.noPauseIssues()...)
+	} else {
+		r.valid.Errors = append(r.valid.Errors, r.loopIssues()...)
 	}
 	return r.valid.OK()
 }
@@ -260,7 +266,7 @@ func (r *run) oversized() bool {
 		return true
 	}
 	for _, s := range r.plan.All() {
-		if s.IsGroup() && s.depth >= r.lim.MaxNesting {
+		if (s.IsGroup() || s.IsLoop()) && s.depth >= r.lim.MaxNesting {
 			return true
 		}
 	}

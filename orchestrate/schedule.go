@@ -27,21 +27,24 @@ func (r *run) prepare() {
 	r.deps = make(map[*Step][]*Step, len(r.plan.Steps))
 	for _, top := range r.plan.Steps {
 		var collect func(s *Step)
+		need := func(ref *Ref) {
+			if ref.IsBinding() || ref.Var != "" {
+				return
+			}
+			if t := r.lookupRef(ref); t != nil {
+				dep := r.plan.Steps[t.index]
+				if dep != top && !slices.Contains(r.deps[top], dep) {
+					r.deps[top] = append(r.deps[top], dep)
+				}
+			}
+		}
 		collect = func(s *Step) {
-			for _, c := range s.Parallel {
+			for _, c := range s.children() {
 				collect(c)
 			}
-			r.tmpl.forEachRef(s.Arguments, func(ref *Ref) {
-				if ref.IsBinding() {
-					return
-				}
-				if t := r.lookupRef(ref); t != nil {
-					dep := r.plan.Steps[t.index]
-					if dep != top && !slices.Contains(r.deps[top], dep) {
-						r.deps[top] = append(r.deps[top], dep)
-					}
-				}
-			})
+			r.tmpl.forEachRef(s.Arguments, need)
+			r.tmpl.forEachRef(s.When, need)
+			r.tmpl.forEachRef(s.ForEach, need)
 		}
 		collect(top)
 	}
@@ -97,6 +100,7 @@ func (r *run) schedule(ctx, pctx context.Context) {
 		select {
 		case s := <-sc.results:
 			sc.landed(s)
+			r.fireLimit()
 			if r.waits(s) {
 				sc.wait(s)
 				continue
@@ -108,6 +112,7 @@ func (r *run) schedule(ctx, pctx context.Context) {
 			r.settle(s)
 		case <-pctx.Done():
 			r.stopFor(ctx)
+			r.fireLimit()
 			// The steps in flight see the same context and return.
 			for sc.inflight > 0 {
 				s := <-sc.results
@@ -135,6 +140,14 @@ func (r *run) schedule(ctx, pctx context.Context) {
 	}
 	if r.dispatching() {
 		r.fire(fsm.EventFinished)
+	}
+}
+
+// fireLimit fires limit_exceeded once a limit stopped the run (loop.go).
+func (r *run) fireLimit() {
+	if !r.limitFired && r.limitHit.Load() {
+		r.limitFired = true
+		r.fire(fsm.EventLimitExceeded)
 	}
 }
 
@@ -194,6 +207,11 @@ func (sc *scheduler) dispatch() {
 				sc.finished[i] = true
 				continue
 			}
+			if why := r.admit(s); why != nil {
+				r.skipFor(s, why)
+				sc.finished[i] = true
+				continue
+			}
 			sc.inflight++
 			r.startStep(s)
 			r.inflight.Add(1)
@@ -233,7 +251,7 @@ func (r *run) settle(s *Step) {
 		return
 	}
 	switch {
-	case status == StatusSuccess:
+	case status == StatusSuccess || status == StatusPartial && s.IsLoop():
 		r.stepEnded(s, fsm.EventStepSucceeded)
 	case s.OnError == OnErrorContinue:
 		r.stepEnded(s, fsm.EventStepFailedContinue)
@@ -251,7 +269,9 @@ func (r *run) failedDep(s *Step) *Step {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, d := range r.deps[s] {
-		if st := r.records[d].Status; st != StatusSuccess && st != StatusPartial {
+		// A step a condition skipped is no failure: admit skips the
+		// steps that need it.
+		if rec := r.records[d]; rec.Status != StatusSuccess && rec.Status != StatusPartial && rec.Reason == nil {
 			return d
 		}
 	}

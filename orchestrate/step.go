@@ -14,6 +14,10 @@ import (
 
 // runLeaf runs one tool step with its retries.
 func (r *run) runLeaf(ctx context.Context, s *Step) {
+	if fail := r.countCall(); fail != nil {
+		r.end(s, StatusFailed, nil, fail)
+		return
+	}
 	args, terr := r.resolveArgs(s)
 	if terr != nil {
 		r.end(s, StatusFailed, nil, terr)

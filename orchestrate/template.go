@@ -51,6 +51,9 @@ type Ref struct {
 	Step string
 	// Binding names the binding for a $bindings reference.
 	Binding string
+	// Var names a loop variable ($item, $item_index) for a reference to
+	// the element a loop's body runs for.
+	Var string
 	// Path leads into the referenced value.
 	Path []Seg
 	// Text is the reference as written, e.g. "$0.output.x" or "${0.output.x}".
@@ -58,7 +61,7 @@ type Ref struct {
 }
 
 // IsBinding reports whether r refers to a request binding.
-func (r *Ref) IsBinding() bool { return r.Step == "" }
+func (r *Ref) IsBinding() bool { return r.Step == "" && r.Var == "" }
 
 // StepIndex returns the top-level index r names, if it names one by index.
 func (r *Ref) StepIndex() (int, bool) {
@@ -75,6 +78,9 @@ func (r *Ref) StepIndex() (int, bool) {
 
 // Canonical renders r in its whole-value form, without interpolation braces.
 func (r *Ref) Canonical() string {
+	if r.Var != "" {
+		return "$" + r.Var + PathString(r.Path)
+	}
 	if r.IsBinding() {
 		return "$bindings." + r.Binding + PathString(r.Path)
 	}
@@ -189,8 +195,12 @@ func jsonTypeOf(v any) string {
 // templateCache holds the parsed templates of one plan's strings, so that
 // validation, preparation and resolution parse each string once. It is
 // filled before a plan's steps start; from then on it is only read, which
-// is safe from the steps' goroutines.
-type templateCache map[string]parsedTemplate
+// is safe from the steps' goroutines. The plan's loop variables are parsed
+// as references ($item.path); a zero cache parses every time, without them.
+type templateCache struct {
+	m    map[string]parsedTemplate
+	vars map[string]bool
+}
 
 // newTemplateCache returns a cache with room for the strings of p that may
 // be templates, so that filling it never regrows it.
@@ -215,8 +225,10 @@ func newTemplateCache(p *Plan) templateCache {
 	}
 	for _, s := range p.All() {
 		count(s.Arguments)
+		count(s.When)
+		count(s.ForEach)
 	}
-	return make(templateCache, n)
+	return templateCache{m: make(map[string]parsedTemplate, n), vars: p.loopVars()}
 }
 
 type parsedTemplate struct {
@@ -227,22 +239,22 @@ type parsedTemplate struct {
 // parse parses s, or returns what an earlier call parsed. A nil cache
 // parses every time.
 func (c templateCache) parse(s string) (*Template, error) {
-	if p, ok := c[s]; ok {
+	if p, ok := c.m[s]; ok {
 		return p.t, p.err
 	}
-	t, err := ParseTemplate(s)
-	if c != nil {
-		c[s] = parsedTemplate{t, err}
+	t, err := parseTemplate(s, c.vars)
+	if c.m != nil {
+		c.m[s] = parsedTemplate{t, err}
 	}
 	return t, err
 }
 
 // lookup is parse without storing: for use while steps run.
 func (c templateCache) lookup(s string) (*Template, error) {
-	if p, ok := c[s]; ok {
+	if p, ok := c.m[s]; ok {
 		return p.t, p.err
 	}
-	return ParseTemplate(s)
+	return parseTemplate(s, c.vars)
 }
 
 // Resolution: while steps run, the templates of a step's arguments are
@@ -260,7 +272,7 @@ func (r *run) lookupRef(ref *Ref) *Step {
 }
 
 // forEachRef calls f for every reference in the templates of v.
-func forEachRef(v any, f func(*Ref)) { templateCache(nil).forEachRef(v, f) }
+func forEachRef(v any, f func(*Ref)) { templateCache{}.forEachRef(v, f) }
 
 // forEachRef calls f for every reference in the templates of v, parsing
 // each string once.
@@ -323,7 +335,7 @@ func (r *run) resolveArgs(s *Step) (map[string]any, *Error) {
 				fail = &Error{Code: CodeTemplateError, Message: err.Error()}
 				return nil
 			}
-			out, err := r.resolveTemplate(t, room)
+			out, err := r.resolveTemplateIn(s, t, room)
 			var big *errTooLarge
 			if errors.As(err, &big) {
 				fail = tooLarge(path)
@@ -369,11 +381,17 @@ func (r *run) resolveArgs(s *Step) (map[string]any, *Error) {
 // resolveTemplate resolves t; an interpolated string longer than room
 // fails with *errTooLarge before it is built.
 func (r *run) resolveTemplate(t *Template, room int) (any, error) {
+	return r.resolveTemplateIn(nil, t, room)
+}
+
+// resolveTemplateIn resolves t in the templates of step s, where the
+// variables of the loops s runs in are defined.
+func (r *run) resolveTemplateIn(s *Step, t *Template, room int) (any, error) {
 	switch t.Kind {
 	case Literal:
 		return t.Literal, nil
 	case Whole:
-		return r.resolveRef(t.Ref)
+		return r.resolveRefIn(s, t.Ref)
 	}
 	var b []byte
 	for _, p := range t.Parts {
@@ -381,7 +399,7 @@ func (r *run) resolveTemplate(t *Template, room int) (any, error) {
 			b = append(b, p.Text...)
 			continue
 		}
-		v, err := r.resolveRef(p.Ref)
+		v, err := r.resolveRefIn(s, p.Ref)
 		if err != nil {
 			return nil, err
 		}
@@ -404,9 +422,18 @@ func (r *run) resolveTemplate(t *Template, room int) (any, error) {
 	return string(b), nil
 }
 
-func (r *run) resolveRef(ref *Ref) (any, error) {
+func (r *run) resolveRef(ref *Ref) (any, error) { return r.resolveRefIn(nil, ref) }
+
+// resolveRefIn resolves ref in the templates of step s.
+func (r *run) resolveRefIn(s *Step, ref *Ref) (any, error) {
 	var root any
-	if ref.IsBinding() {
+	if ref.Var != "" {
+		v, ok := loopVar(s, ref.Var)
+		if !ok {
+			return nil, fmt.Errorf("%s: $%s is defined only in the do of a for_each", ref.Text, ref.Var)
+		}
+		root = v
+	} else if ref.IsBinding() {
 		v, ok := r.req.Bindings[ref.Binding]
 		if !ok {
 			return nil, fmt.Errorf("%s: no binding %q", ref.Text, ref.Binding)

@@ -32,7 +32,11 @@ func mayBeTemplate(s string) bool {
 // "${" that does not hold a well-formed reference is an error, so a typo is
 // never silently sent to a tool. "$$" at the start of a string is a literal
 // "$", and "$${" anywhere a literal "${".
-func ParseTemplate(s string) (*Template, error) {
+func ParseTemplate(s string) (*Template, error) { return parseTemplate(s, nil) }
+
+// parseTemplate is ParseTemplate with the loop variables in scope: "$item"
+// and "${item.path}" are references when vars holds "item".
+func parseTemplate(s string, vars map[string]bool) (*Template, error) {
 	if !mayBeTemplate(s) {
 		return &Template{Kind: Literal, Literal: s}, nil
 	}
@@ -46,7 +50,7 @@ func ParseTemplate(s string) (*Template, error) {
 			r   Ref
 			seg [2]Seg
 		}{}
-		if n, err := parseRef(&w.r, w.seg[:0], s, 1); err == nil && n == len(s) {
+		if n, err := parseRef(&w.r, w.seg[:0], s, 1, vars); err == nil && n == len(s) {
 			w.r.Text = s
 			w.t = Template{Kind: Whole, Ref: &w.r}
 			return &w.t, nil
@@ -105,7 +109,7 @@ func ParseTemplate(s string) (*Template, error) {
 		k := count - len(refs)
 		ref := &refs[0]
 		refs = refs[1:]
-		n, err := parseRef(ref, segs[2*k:2*k:2*k+2], s[:end], start+2)
+		n, err := parseRef(ref, segs[2*k:2*k:2*k+2], s[:end], start+2, vars)
 		if err != nil {
 			return nil, &TemplateError{Text: s, Offset: start, Reason: err.Error()}
 		}
@@ -132,12 +136,14 @@ func ParseTemplate(s string) (*Template, error) {
 // parseRef parses into ref a reference without its leading "$" or "${"
 // starting at s[i], appending its path to path, and returns the offset just
 // past it.
-func parseRef(ref *Ref, path []Seg, s string, i int) (int, error) {
+func parseRef(ref *Ref, path []Seg, s string, i int, vars map[string]bool) (int, error) {
 	name, i := scanName(s, i)
 	if name == "" {
 		return i, fmt.Errorf("expected a step index, a step id or \"bindings\" after \"$\"")
 	}
-	if name == "bindings" {
+	if vars[name] {
+		ref.Var = name
+	} else if name == "bindings" {
 		if i >= len(s) || s[i] != '.' {
 			return i, fmt.Errorf("expected \".name\" after \"bindings\"")
 		}

@@ -57,7 +57,8 @@ Example:
   {"tool": "render", "arguments": {"template": "{{.x}} / {{.y}}", "values": {"x": "$x.output.text", "y": "$both.output.y.text"}}}
 ]}, "bindings": {"user": "Ada"}}
 
-Step options: "timeout_ms", "retry": {"max_attempts": 3, "backoff_ms": 200} (transient failures only), "on_error": "continue". Group options: "max_concurrency", "merge": "collect" (default; an object keyed by child id) | "first_success" | "all_settled". Plan option: "schedule": "dag" starts each step as soon as the steps it references have finished. Set "dry_run": true to only validate.`
+Step options: "timeout_ms", "retry": {"max_attempts": 3, "backoff_ms": 200} (transient failures only), "on_error": "continue". Group options: "max_concurrency", "merge": "collect" (default; an object keyed by child id) | "first_success" | "all_settled". Plan option: "schedule": "dag" starts each step as soon as the steps it references have finished. Set "dry_run": true to only validate.
+{"id": "reads", "for_each": "$list.output.items", "do": {<step using "$item.path", "$item_index">}, "max_concurrency": 4} runs do per element; its output is the array of their outputs. Any step may have "when": "$check.output.ok" to run only when that value is truthy.`
 
 // Describe returns the description of agent_orchestrate: how to write a
 // plan, then a one-line summary of each tool a plan can call.

@@ -41,12 +41,13 @@ type validator struct {
 	templates int
 	res       Validation
 	tmpl      templateCache
+	loops     map[*Step]*loopSource // validate_flow.go
 }
 
 // validate checks p against every rule of plan-time validation and reports
 // all problems at once.
 func validate(p *Plan, tools Tools, lim Limits, bindings map[string]any, forbidden func(string) bool) *Validation {
-	return validateCached(p, tools, lim, bindings, forbidden, templateCache{})
+	return validateCached(p, tools, lim, bindings, forbidden, templateCache{vars: p.loopVars()})
 }
 
 // validateCached is validate, keeping the parsed templates in tmpl.
@@ -61,11 +62,13 @@ func validateCached(p *Plan, tools Tools, lim Limits, bindings map[string]any, f
 	}
 	v.ids()
 	for _, s := range v.all {
-		if s.IsGroup() {
+		v.flow(s) // when, for_each: validate_flow.go
+		if s.IsGroup() || s.IsLoop() {
 			continue
 		}
 		v.step(s)
 	}
+	v.toolCalls()
 	if v.templates > lim.MaxTemplates {
 		v.errorf(nil, CodeTooLarge, "the plan has %d template references; the limit is %d (limits.max_templates). Reshape data with a json_query step instead of many references", v.templates, lim.MaxTemplates)
 	}
@@ -131,7 +134,7 @@ func (v *validator) limits() {
 	for _, s := range v.all {
 		// Only the outermost group over the limit is reported: groups
 		// nested a thousand deep make one error, not a thousand.
-		if s.IsGroup() && s.depth == v.lim.MaxNesting {
+		if (s.IsGroup() || s.IsLoop()) && s.depth == v.lim.MaxNesting {
 			v.errorf(s, CodeTooDeep, "parallel groups nest %d deep here; the limit is %d (limits.max_nesting). Flatten the nested groups into one", s.depth+1, v.lim.MaxNesting)
 		}
 		if s.Retry != nil && s.Retry.MaxAttempts > v.lim.MaxAttempts {
@@ -297,47 +300,14 @@ func (v *validator) ref(s *Step, tool registry.Tool, haveTool bool, r argRef) {
 		is.Template = r.tmpl
 		return is
 	}
-	var node schemas.Node
-	if r.ref.IsBinding() {
-		val, ok := v.bindings[r.ref.Binding]
-		if !ok {
-			is := fail(CodeUnknownBinding, "binding %q is not in the request's bindings; add it to \"bindings\" or fix the name", r.ref.Binding)
-			is.AvailableFields = sortedKeys(v.bindings)
-			is.Suggestions = suggest.Closest(r.ref.Binding, is.AvailableFields, 3)
-			return
-		}
-		got, err := followPath(val, r.ref.Path)
-		if err != nil {
-			is := fail(CodeFieldNotFound, "in binding %q: %v", r.ref.Binding, err)
-			if pe, ok := err.(*PathError); ok {
-				is.AvailableFields = pe.Available
-				is.Suggestions = suggestField(r.ref.Path, pe.At, pe.Available)
-			}
-			return
-		}
-		node = typedNode(schemas.ValueType(got))
-	} else {
-		target, code, msg := v.target(s, r.ref)
-		if target == nil {
-			is := fail(code, "%s", msg)
-			if _, byIndex := r.ref.StepIndex(); code == CodeUnknownRef && !byIndex {
-				names := sortedKeys(v.byName)
-				is.Suggestions = suggest.Closest(r.ref.Step, names, 3)
-			}
-			return
-		}
-		n, unchecked, werr := v.outputNode(target, r.ref.Path)
-		if werr != nil {
-			is := fail(CodeFieldNotFound, "%s: %s%s", r.ref.Canonical(), werr.Reason, availableHint(werr.Available))
-			is.AvailableFields = werr.Available
-			is.Suggestions = suggestField(r.ref.Path, werr.At, werr.Available)
-			return
-		}
-		if unchecked != "" {
-			is := v.argWarning(s, r.path, CodeUncheckedRef, "%s cannot be checked before the plan runs: %s; a missing field fails the step at run time", r.ref.Canonical(), unchecked)
-			is.Template = r.tmpl
-		}
-		node = n
+	warn := func(code, format string, args ...any) *Issue {
+		is := v.argWarning(s, r.path, code, format, args...)
+		is.Template = r.tmpl
+		return is
+	}
+	node, found := v.refNode(s, r.ref, fail, warn)
+	if !found {
+		return
 	}
 	if !haveTool || tool.InputSchema == nil || tool.SchemaProblem != "" {
 		return
@@ -357,6 +327,57 @@ func (v *validator) ref(s *Step, tool registry.Tool, haveTool bool, r argRef) {
 	if !schemas.Compatible(got, wantTypes) {
 		fail(CodeTypeMismatch, "%s is %s, but %q of %q expects %s", r.ref.Canonical(), typeList(got), argName(r.path), s.Tool, typeList(wantTypes))
 	}
+}
+
+// refNode returns the schema node of the value ref refers to from step s:
+// a binding's, a loop variable's, or a field of an earlier step's output.
+// Problems go to fail and warn; found is false when ref leads nowhere.
+func (v *validator) refNode(s *Step, ref *Ref, fail, warn func(code, format string, args ...any) *Issue) (node schemas.Node, found bool) {
+	if ref.Var != "" {
+		return v.varNode(s, ref, fail)
+	}
+	if ref.IsBinding() {
+		val, ok := v.bindings[ref.Binding]
+		if !ok {
+			is := fail(CodeUnknownBinding, "binding %q is not in the request's bindings; add it to \"bindings\" or fix the name", ref.Binding)
+			is.AvailableFields = sortedKeys(v.bindings)
+			is.Suggestions = suggest.Closest(ref.Binding, is.AvailableFields, 3)
+			return node, false
+		}
+		got, err := followPath(val, ref.Path)
+		if err != nil {
+			is := fail(CodeFieldNotFound, "in binding %q: %v", ref.Binding, err)
+			if pe, ok := err.(*PathError); ok {
+				is.AvailableFields = pe.Available
+				is.Suggestions = suggestField(ref.Path, pe.At, pe.Available)
+			}
+			return node, false
+		}
+		node = typedNode(schemas.ValueType(got))
+	} else {
+		target, code, msg := v.target(s, ref)
+		if target == nil {
+			is := fail(code, "%s", msg)
+			if _, byIndex := ref.StepIndex(); code == CodeUnknownRef && !byIndex {
+				names := sortedKeys(v.byName)
+				is.Suggestions = suggest.Closest(ref.Step, names, 3)
+			}
+			return node, false
+		}
+		n, unchecked, werr := v.outputNode(target, ref.Path)
+		if werr != nil {
+			is := fail(CodeFieldNotFound, "%s: %s%s", ref.Canonical(), werr.Reason, availableHint(werr.Available))
+			is.AvailableFields = werr.Available
+			is.Suggestions = suggestField(ref.Path, werr.At, werr.Available)
+			return node, false
+		}
+		if unchecked != "" {
+			warn(CodeUncheckedRef, "%s cannot be checked before the plan runs: %s; a missing field fails the step at run time", ref.Canonical(), unchecked)
+		}
+		v.conditional(s, target, ref, warn)
+		node = n
+	}
+	return node, true
 }
 
 // suggestField returns the available names closest to the field of path at
@@ -430,6 +451,9 @@ func (v *validator) target(s *Step, r *Ref) (*Step, string, string) {
 			return nil, CodeSelfRef, fmt.Sprintf("%s refers to the step itself (or the group it is in); a step can use only the outputs of steps that finished before it", r.Text)
 		}
 	}
+	if l := loopOf(t); l != nil && !within(s, l) {
+		return nil, CodeInsideLoop, fmt.Sprintf("%s refers to step %s in the do of for_each %s, which runs once per element; use the loop's output, the array of every element's: $%s.output[0]...", r.Text, t.ID, l.ID, l.ID)
+	}
 	switch {
 	case t.index > s.index:
 		return nil, CodeForwardRef, fmt.Sprintf("%s refers to step %s, which runs later (step %d comes after step %d); move the step after the one it needs", r.Text, t.ID, t.index, s.index)
@@ -442,6 +466,9 @@ func (v *validator) target(s *Step, r *Ref) (*Step, string, string) {
 // outputNode walks path into the output of step t. A non-empty unchecked
 // says why it could not be checked.
 func (v *validator) outputNode(t *Step, path []Seg) (schemas.Node, string, *schemas.WalkError) {
+	if t.IsLoop() {
+		return v.loopOutputNode(t, path)
+	}
 	if !t.IsGroup() {
 		tool, ok := v.tools.Lookup(t.Tool)
 		if !ok {

@@ -113,9 +113,10 @@ func Build(version uint64, tools []registry.Tool, opts BuildOptions) *Tool {
 		}
 		strictCalls = append(strictCalls, callSchema(t.Name, widen(strictArgs, true)))
 	}
-	pt.Loose = planningSchema(looseCalls, false)
+	flow := len(tools) > 0 && returnsArrays(tools)
+	pt.Loose = withFlow(planningSchema(looseCalls, false), flow, false)
 	if strictOK {
-		s := planningSchema(strictCalls, true)
+		s := withFlow(planningSchema(strictCalls, true), flow, true)
 		if problems := strictSize(s); len(problems) > 0 {
 			pt.StrictProblems = append(pt.StrictProblems, problems...)
 		} else {
@@ -123,6 +124,9 @@ func Build(version uint64, tools []registry.Tool, opts BuildOptions) *Tool {
 		}
 	}
 	pt.Prompt = systemPrompt(tools, opts.MaxSteps)
+	if flow {
+		pt.Prompt = strings.Replace(pt.Prompt, promptTemplates, promptTemplates+"\n\n"+flowNote, 1)
+	}
 	return pt
 }
 
@@ -277,6 +281,7 @@ func (t *Tool) cleanArguments(raw json.RawMessage) json.RawMessage {
 				cm["arguments"] = stripNulls(args, t.inputs[name])
 			}
 		}
+		applyFlow(obj) // after the calls' own nulls are gone
 	}
 	b, err := json.Marshal(obj)
 	if err != nil {

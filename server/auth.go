@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -19,10 +20,21 @@ import (
 	"github.com/orchestra-mcp/orchestra/config"
 )
 
-// tokenSet holds the accepted bearer tokens as SHA-256 digests, so that
-// every comparison takes the same time whatever the token's length.
+// tokenSet authenticates HTTP callers: static bearer tokens, kept as
+// SHA-256 digests so that every comparison takes the same time whatever
+// the token's length, each with the name that is its holder's user id,
+// and, when server.auth.jwt is set, OAuth access tokens (JWTs).
 type tokenSet struct {
-	digests [][sha256.Size]byte
+	static  []staticToken
+	jwt     *jwtVerifier // nil without server.auth.jwt
+	tenants *tenantTable // nil without tenants
+	scopes  []string     // server.auth.jwt.required_scopes
+}
+
+// staticToken is one accepted static token.
+type staticToken struct {
+	name   string
+	digest [sha256.Size]byte
 }
 
 // loadTokens reads the tokens that cfg names; it returns nil when
@@ -52,25 +64,68 @@ func loadTokens(cfg config.Auth, lookup func(string) (string, bool)) (*tokenSet,
 			}
 		}
 	}
-	if len(tokens) == 0 {
-		return nil, errors.New("server.auth is configured but holds no token: put at least one in the variable of server.auth.tokens_env or the file of server.auth.tokens_file")
-	}
 	s := &tokenSet{}
 	for _, t := range tokens {
-		s.digests = append(s.digests, sha256.Sum256([]byte(t)))
+		// An unnamed token's user id is a short hash of it: never the token.
+		s.static = append(s.static, staticToken{name: clientID(t), digest: sha256.Sum256([]byte(t))})
+	}
+	for _, nt := range cfg.Tokens {
+		v, err := namedTokenValue(nt, lookup)
+		if err != nil {
+			return nil, err
+		}
+		s.static = append(s.static, staticToken{name: nt.Name, digest: sha256.Sum256([]byte(v))})
+	}
+	if j := cfg.JWT; j != nil {
+		s.jwt = newJWTVerifier(*j)
+		s.scopes = j.RequiredScopes
+	}
+	if len(s.static) == 0 && s.jwt == nil {
+		return nil, errors.New("server.auth is configured but holds no token: put at least one in the variable of server.auth.tokens_env or the file of server.auth.tokens_file, or name tokens in server.auth.tokens")
 	}
 	return s, nil
 }
 
-// match reports whether token is one of the set, comparing against every
-// token in constant time.
-func (s *tokenSet) match(token string) bool {
-	d := sha256.Sum256([]byte(token))
-	found := 0
-	for _, want := range s.digests {
-		found |= subtle.ConstantTimeCompare(d[:], want[:])
+// namedTokenValue reads a named token from its variable or file.
+func namedTokenValue(nt config.NamedToken, lookup func(string) (string, bool)) (string, error) {
+	var v string
+	if nt.TokenEnv != "" {
+		val, ok := lookup(nt.TokenEnv)
+		if !ok {
+			return "", fmt.Errorf("server.auth.tokens: the token of %s names %s, which is not set", nt.Name, nt.TokenEnv)
+		}
+		v = val
+	} else {
+		data, err := os.ReadFile(nt.TokenFile)
+		if err != nil {
+			return "", fmt.Errorf("server.auth.tokens: the token of %s: %w", nt.Name, err)
+		}
+		v = string(data)
 	}
-	return found == 1
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return "", fmt.Errorf("server.auth.tokens: the token of %s is empty", nt.Name)
+	}
+	return v, nil
+}
+
+// match reports whether token is one of the static tokens, comparing
+// against every one in constant time.
+func (s *tokenSet) match(token string) bool {
+	_, ok := s.lookup(token)
+	return ok
+}
+
+// lookup returns the name of the static token token, if it is one.
+func (s *tokenSet) lookup(token string) (string, bool) {
+	d := sha256.Sum256([]byte(token))
+	name, found := "", 0
+	for _, t := range s.static {
+		if subtle.ConstantTimeCompare(d[:], t.digest[:]) == 1 {
+			name, found = t.name, 1
+		}
+	}
+	return name, found == 1
 }
 
 // clientID names the holder of a token without revealing it: it keys
@@ -90,29 +145,105 @@ func bearer(r *http.Request) (string, bool) {
 	return token, token != ""
 }
 
-// requireToken answers requests without a valid bearer token with 401 and
-// WWW-Authenticate. Accepted requests carry the SDK's token info, whose
-// user id ties a session to the token that opened it: another token cannot
-// use the session.
+// requireToken answers requests without a valid bearer token with 401
+// and WWW-Authenticate (naming the protected resource metadata when JWTs
+// are accepted), and those whose token lacks a required scope with 403.
+// Accepted requests carry the SDK's token info: its user id is the
+// caller's (a token's name, a JWT's sub), which ties a session to the
+// caller that opened it, and its Extra holds the caller's tenant.
 func (s *tokenSet) requireToken(next http.Handler) http.Handler {
-	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
-		if !s.match(token) {
-			return nil, auth.ErrInvalidToken
+	verify := func(_ context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
+		if ti, ok := r.Context().Value(verifiedKey{}).(*auth.TokenInfo); ok {
+			return ti, nil
 		}
-		return &auth.TokenInfo{UserID: clientID(token), Expiration: time.Now().Add(24 * time.Hour)}, nil
+		return nil, auth.ErrInvalidToken
 	}
 	inner := auth.RequireBearerToken(verify, nil)(next)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		token, ok := bearer(r)
-		switch {
-		case !ok:
-			w.Header().Set("WWW-Authenticate", `Bearer realm="orchestra"`)
-			http.Error(w, "authentication required: send the header \"Authorization: Bearer TOKEN\" with a token listed in server.auth (tokens_env or tokens_file) of the server's configuration", http.StatusUnauthorized)
-		case !s.match(token):
-			w.Header().Set("WWW-Authenticate", `Bearer realm="orchestra", error="invalid_token"`)
-			http.Error(w, "the bearer token is not accepted: use a token listed in server.auth (tokens_env or tokens_file) of the server's configuration", http.StatusUnauthorized)
-		default:
-			inner.ServeHTTP(w, r)
+		if !ok {
+			s.challenge(w, r, http.StatusUnauthorized, "", "authentication required: send the header \"Authorization: Bearer TOKEN\" with a token listed in server.auth (tokens_env, tokens_file or tokens) of the server's configuration"+s.jwtHint())
+			return
 		}
+		ti, err := s.verify(r.Context(), token)
+		var ae *authError
+		switch {
+		case errors.As(err, &ae):
+			s.challenge(w, r, ae.status, ae.code, ae.msg)
+			return
+		case err != nil:
+			http.Error(w, "checking the bearer token: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		inner.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), verifiedKey{}, ti)))
 	})
+}
+
+// verifiedKey carries the token info requireToken verified to the SDK's
+// middleware.
+type verifiedKey struct{}
+
+// authError is a refused credential: its HTTP status and OAuth error code.
+type authError struct {
+	status int
+	code   string // invalid_token or insufficient_scope
+	msg    string
+}
+
+func (e *authError) Error() string { return e.msg }
+
+// verify returns the token info of token: a static token's, or a JWT's.
+func (s *tokenSet) verify(ctx context.Context, token string) (*auth.TokenInfo, error) {
+	if name, ok := s.lookup(token); ok {
+		ti := &auth.TokenInfo{UserID: name, Scopes: s.scopes, Expiration: time.Now().Add(24 * time.Hour)}
+		if s.tenants != nil {
+			ti.Extra = map[string]any{tenantKey: s.tenants.forToken(name)}
+		}
+		return ti, nil
+	}
+	if s.jwt == nil || strings.Count(token, ".") != 2 {
+		return nil, &authError{http.StatusUnauthorized, "invalid_token", "the bearer token is not accepted: use a token listed in server.auth (tokens_env, tokens_file or tokens) of the server's configuration" + s.jwtHint()}
+	}
+	ti, claims, err := s.jwt.verify(ctx, token)
+	if err != nil {
+		return nil, err
+	}
+	for _, want := range s.scopes {
+		if !slices.Contains(ti.Scopes, want) {
+			return nil, &authError{http.StatusForbidden, "insufficient_scope", fmt.Sprintf("the access token lacks the scope %q: ask the authorization server for a token with the scopes %s", want, strings.Join(s.scopes, " "))}
+		}
+	}
+	if s.tenants != nil {
+		t, ok := s.tenants.forClaims(claims)
+		if !ok {
+			return nil, &authError{http.StatusForbidden, "insufficient_scope", "the access token's claims match no tenant of the server's configuration"}
+		}
+		ti.Extra = map[string]any{tenantKey: t}
+	}
+	return ti, nil
+}
+
+func (s *tokenSet) jwtHint() string {
+	if s.jwt == nil {
+		return ""
+	}
+	return ", or an OAuth access token from " + s.jwt.cfg.Issuer + " for " + s.jwt.cfg.Audience
+}
+
+// challenge answers a refused request with status and the
+// WWW-Authenticate header of RFC 6750, which names the protected resource
+// metadata (RFC 9728) when JWTs are accepted.
+func (s *tokenSet) challenge(w http.ResponseWriter, r *http.Request, status int, code, msg string) {
+	params := []string{`realm="orchestra"`}
+	if code != "" {
+		params = append(params, fmt.Sprintf("error=%q", code))
+	}
+	if code == "insufficient_scope" && len(s.scopes) > 0 {
+		params = append(params, fmt.Sprintf("scope=%q", strings.Join(s.scopes, " ")))
+	}
+	if s.jwt != nil {
+		params = append(params, fmt.Sprintf("resource_metadata=%q", resourceMetadataURL(r)))
+	}
+	w.Header().Set("WWW-Authenticate", "Bearer "+strings.Join(params, ", "))
+	http.Error(w, msg, status)
 }

@@ -84,6 +84,13 @@ func badInputApp(t *testing.T) (*server.App, map[string]string) {
 		"public.test":   netip.MustParseAddr("127.0.0.1"),
 	})
 	cfg := config.Default()
+	// The jq programs and templates that must stop at their CPU time take
+	// 2 s of it at the lowest CPU priority: on a loaded machine that is
+	// tens of seconds of wall time, and a step deadline of 60 s would race
+	// it. No case here is about the wall-clock deadlines; the test
+	// binary's own timeout still bounds the test.
+	cfg.Limits.StepTimeout = time.Hour
+	cfg.Limits.PlanTimeout = time.Hour
 	cfg.Builtins.HTTP.AllowedHosts = []string{"*"}
 	cfg.Builtins.HTTP.Timeout = 5e9
 	cfg.Builtins.HTTP.Resolver = dns.Resolver()

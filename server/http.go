@@ -78,6 +78,11 @@ func (a *App) HTTPHandler(opts HTTPOptions) http.Handler {
 		mcpHandler = newRateLimiter(rl.RequestsPerSecond, rl.Burst, a.tokens).limit(mcpHandler)
 	}
 	mux.Handle("/mcp", mcpHandler)
+	if a.tokens != nil && a.tokens.jwt != nil {
+		prm := protectedResourceHandler(*a.Config.Server.Auth.JWT)
+		mux.Handle(ProtectedResourcePath, prm)
+		mux.Handle(ProtectedResourcePath+"/mcp", prm) // RFC 9728: the resource's path after the well-known one
+	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, "{\"status\":\"ok\",\"tools\":%d}\n", len(a.Catalog.Names()))

@@ -60,6 +60,11 @@ func Secrets(cfg *config.Config) []string {
 				add(t)
 			}
 		}
+		for _, t := range cfg.Server.Auth.Tokens {
+			if v, err := namedTokenValue(t, os.LookupEnv); err == nil {
+				add(v)
+			}
+		}
 		if file := cfg.Server.Auth.TokensFile; file != "" {
 			if data, err := os.ReadFile(file); err == nil {
 				for _, line := range strings.Split(string(data), "\n") {
@@ -226,8 +231,11 @@ func runIDs(info *orchestrate.RunInfo, extra int) []slog.Attr {
 // stepIDs are the attributes of a line about step rec.
 func stepIDs(info *orchestrate.RunInfo, rec *orchestrate.StepRecord, extra int) []slog.Attr {
 	tool := rec.Tool
-	if rec.Type == "parallel" {
-		tool = "parallel"
+	if rec.Type == "parallel" || rec.Type == orchestrate.TypeForEach {
+		tool = rec.Type
+	}
+	if rec.Iteration != nil {
+		return append(lineIDs(info, rec.ID, tool, extra+1), slog.Int("iteration", *rec.Iteration))
 	}
 	return lineIDs(info, rec.ID, tool, extra)
 }
@@ -304,7 +312,7 @@ func (l runLog) hooks() *orchestrate.Hooks {
 			if !l.enabled(level) {
 				return
 			}
-			at := append(runIDs(i.Run, 7), slog.String("status", a.Status), slog.Int64("duration_ms", env.Metadata.DurationMS), slog.Int("steps", i.Run.Leaves), slog.Int("depth", i.Run.Depth))
+			at := append(runIDs(i.Run, 7), slog.String("status", a.Status), slog.Int64("duration_ms", env.Metadata.DurationMS), slog.Int("steps", i.Run.Steps()), slog.Int("depth", i.Run.Depth))
 			if env.Metadata.Record != "" {
 				at = append(at, slog.String("record", env.Metadata.Record))
 			}

@@ -106,9 +106,10 @@ func (a *App) Planner() (*planner.Planner, error) {
 // signed request state.
 func (a *App) prompt(ctx context.Context, e *orchestrate.Engine, req *mcp.CallToolRequest, r *orchestrate.Request) *mcp.CallToolResult {
 	ps := a.planner
-	p := ps.base.WithEngine(e)
+	base, model := a.plannerFor(req)
+	p := base.WithEngine(e)
 	var input *llm.InputSampling
-	if ps.model == nil {
+	if model == nil {
 		m, err := llm.SamplingFor(req, ps.key, ps.sampling)
 		if err != nil {
 			if errors.Is(err, llm.ErrUnavailable) {

@@ -15,13 +15,14 @@ import (
 // sent a progress token.
 //
 // The rule: one notification when a step starts, and one when it ends,
-// for tool steps and parallel groups alike, at any depth. Every step ends,
+// for tool steps, parallel groups, loops and iterations alike, at any depth. Every step ends,
 // so a step that never started (skipped because the plan halted, timed
 // out or was cancelled, or because a step it needs failed) sends one
 // notification, its end. A plan with T tool steps and G groups sends
 // 2(T+G) notifications when every step runs. Progress is the number of
 // tool steps that ended, total the number of tool steps, so the last
-// notification of a run reaches its total. A downstream tool's own
+// notification of a run reaches its total. A loop's tool steps count once
+// its array resolved: the total grows (or shrinks, for an empty array) then. A downstream tool's own
 // progress becomes another notification about its step, its fraction
 // folded into the step's share; progress never goes backwards.
 type progress struct {
@@ -71,7 +72,7 @@ func (p *progress) hooks() *orchestrate.Hooks {
 			if s.Error != nil {
 				msg += " (" + s.Error.Code + ")"
 			}
-			p.send(i.Run, msg, 0, true, s.Type != "parallel")
+			p.send(i.Run, msg, 0, true, s.Type != "parallel" && s.Type != orchestrate.TypeForEach)
 		},
 		RunFinished: func(i orchestrate.RunFinishedInfo) {
 			p.mu.Lock()
@@ -91,6 +92,9 @@ func label(s *orchestrate.StepRecord) string {
 	if s.Type == "parallel" {
 		return "group " + s.ID
 	}
+	if s.Type == orchestrate.TypeForEach {
+		return "loop " + s.ID
+	}
 	if s.Tool != "" {
 		return "step " + s.ID + " (" + s.Tool + ")"
 	}
@@ -108,6 +112,6 @@ func (p *progress) send(info *orchestrate.RunInfo, msg string, frac float64, end
 	value := max(p.last, float64(p.finished[info])+frac)
 	p.last = value
 	_ = p.session.NotifyProgress(p.ctx, &mcp.ProgressNotificationParams{
-		ProgressToken: p.token, Progress: value, Total: float64(info.Leaves), Message: msg,
+		ProgressToken: p.token, Progress: value, Total: float64(info.Steps()), Message: msg,
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -48,8 +49,8 @@ func (l *rateLimiter) key(r *http.Request) string { return clientKey(r, l.tokens
 // otherwise its remote address.
 func clientKey(r *http.Request, tokens *tokenSet) string {
 	if tokens != nil {
-		if tok, ok := bearer(r); ok && tokens.match(tok) {
-			return clientID(tok)
+		if tok, ok := bearer(r); ok && (tokens.match(tok) || tokens.jwt != nil && strings.Count(tok, ".") == 2) {
+			return clientID(tok) // a JWT that does not verify is refused after this, at no cost to its holder's peers
 		}
 	}
 	host, _, err := net.SplitHostPort(r.RemoteAddr)

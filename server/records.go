@@ -32,6 +32,7 @@ func openStore(ctx context.Context, cfg *config.Config, path string, log *slog.L
 	return store.Open(context.WithoutCancel(ctx), path, store.Options{
 		Retention: store.Retention{MaxAge: cfg.Store.Retention.MaxAge.D(), MaxRuns: cfg.Store.Retention.MaxRuns},
 		Logger:    log,
+		Lease:     cfg.Store.Lease.D(),
 	})
 }
 
@@ -73,7 +74,8 @@ func (rc *recorder) runStarted(i orchestrate.RunStartedInfo) {
 	info := i.Run
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
-	run := store.Run{ExecID: info.ExecID, RequestID: info.IDs.RequestID, Owner: info.IDs.UserID, Tool: info.Source, StartedAt: info.StartedAt, StepCount: info.Leaves}
+	run := store.Run{ExecID: info.ExecID, RequestID: info.IDs.RequestID, Owner: info.IDs.UserID, Tool: info.Source, StartedAt: info.StartedAt, StepCount: info.Leaves,
+		UserID: info.IDs.UserID, Tenant: info.IDs.Tenant}
 	if run.Tool == "" {
 		run.Tool = orchestrate.ToolName
 	}

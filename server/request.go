@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"net/http"
 	"strconv"
 
@@ -17,11 +19,15 @@ import (
 // progress token, and logging notifications at the level it asked for.
 func (a *App) orchestrateHandler() mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		ctx = withCallerIDs(ctx, req)
+		ctx = a.withTrace(ctx, req)
 		ctx = toolcontext.EnsureRequestID(ctx)
 		ctx = withHeaderDepth(ctx, req)
 		ctx = withCaller(ctx, req)
+		var ro orchestrate.RunOptions
+		ctx, tenant, inTenant := a.withTenant(ctx, req, &ro)
 		ids, _ := toolcontext.IDsFrom(ctx)
-		ro := orchestrate.RunOptions{Logger: a.log.With("request_id", ids.RequestID)}
+		ro.Logger = a.log.With("request_id", ids.RequestID, "user_id", ids.UserID, "tenant", ids.Tenant)
 		if p := newProgress(ctx, req); p != nil {
 			ro.Hooks = p.hooks()
 		}
@@ -31,6 +37,9 @@ func (a *App) orchestrateHandler() mcp.ToolHandler {
 		return e.Handler(orchestrate.HandlerOptions{
 			MaxRequestBytes: int(a.Config.Server.MaxRequestBytes),
 			Prompt: func(ctx context.Context, req *mcp.CallToolRequest, r *orchestrate.Request) *mcp.CallToolResult {
+				if inTenant && !tenant.Planning() {
+					return planningDisabled(ctx, e)
+				}
 				return a.prompt(ctx, e, req, r)
 			},
 		})(ctx, req)
@@ -52,8 +61,64 @@ func withHeaderDepth(ctx context.Context, req *mcp.CallToolRequest) context.Cont
 	return toolcontext.WithDepth(ctx, d)
 }
 
+// withCallerIDs takes the request and context ids a caller sent in the
+// request's _meta (toolcontext.MetaRequestID, MetaContextID), so that its
+// runs carry the caller's own ids; a value that is not a short printable
+// string is ignored and the id generated as without one.
+func withCallerIDs(ctx context.Context, req *mcp.CallToolRequest) context.Context {
+	if req.Params == nil {
+		return ctx
+	}
+	meta := req.Params.GetMeta()
+	ids, _ := toolcontext.IDsFrom(ctx)
+	changed := false
+	for key, dst := range map[string]*string{toolcontext.MetaRequestID: &ids.RequestID, toolcontext.MetaContextID: &ids.ContextID} {
+		if v, ok := meta[key].(string); ok && validCallerID(v) {
+			*dst, changed = v, true
+		}
+	}
+	if !changed {
+		return ctx
+	}
+	return toolcontext.WithIDs(ctx, ids)
+}
+
+// withTrace gives a request its own trace when tracing is on and the
+// caller sent no traceparent: the run's spans join it, and its envelope's
+// trace_id names it. (A caller's traceparent gives its trace id instead.)
+func (a *App) withTrace(ctx context.Context, req *mcp.CallToolRequest) context.Context {
+	if !a.tel.Tracing() || req.Params == nil {
+		return ctx
+	}
+	if tp, ok := req.Params.GetMeta()[toolcontext.MetaTraceparent].(string); ok && tp != "" {
+		return ctx
+	}
+	if _, ok := toolcontext.TraceparentFrom(ctx); ok {
+		return ctx
+	}
+	var b [24]byte
+	rand.Read(b[:])
+	traceID, spanID := hex.EncodeToString(b[:16]), hex.EncodeToString(b[16:])
+	ids, _ := toolcontext.IDsFrom(ctx)
+	ids.TraceID = traceID
+	return toolcontext.WithTraceparent(toolcontext.WithIDs(ctx, ids), "00-"+traceID+"-"+spanID+"-01")
+}
+
+// validCallerID accepts ids of 1 to 128 printable ASCII characters.
+func validCallerID(s string) bool {
+	if s == "" || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x21 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
 // withCaller records the authenticated caller of req, if any, as the
-// user id of its runs: their records belong to it (see ownerScope).
+// user id of its runs: their records belong to it (see CallerScope).
 func withCaller(ctx context.Context, req *mcp.CallToolRequest) context.Context {
 	if req.Extra == nil || req.Extra.TokenInfo == nil || req.Extra.TokenInfo.UserID == "" {
 		return ctx

@@ -23,7 +23,7 @@ const defaultPage = 20
 // orchestra://executions lists recent runs, newest first, a page at a time
 // (orchestra://executions?cursor=...&limit=...&status=... for the others),
 // and orchestra://executions/{exec_id} is one run's envelope and steps. An
-// authenticated caller reads only the runs it started (ownerScope).
+// authenticated caller reads only the runs it started (CallerScope).
 func (a *App) addResources() {
 	a.Server.AddResource(&mcp.Resource{
 		URI:         ExecutionsURI,
@@ -55,6 +55,8 @@ type ExecutionSummary struct {
 	Status     string     `json:"status"`
 	Tool       string     `json:"tool"`
 	RequestID  string     `json:"request_id,omitempty"`
+	UserID     string     `json:"user_id,omitempty"`
+	Tenant     string     `json:"tenant,omitempty"`
 	StartedAt  time.Time  `json:"started_at"`
 	FinishedAt *time.Time `json:"finished_at,omitempty"`
 	DurationMS int64      `json:"duration_ms"`
@@ -100,6 +102,7 @@ type StepSummary struct {
 func Summary(r *store.Run) ExecutionSummary {
 	s := ExecutionSummary{
 		ExecID: r.ExecID, URI: RecordURI(r.ExecID), Status: string(r.Status), Tool: r.Tool, RequestID: r.RequestID,
+		UserID: r.UserID, Tenant: r.Tenant,
 		StartedAt: r.StartedAt, DurationMS: r.DurationMS, Steps: r.StepCount, Error: r.Error, Resumable: r.Resumable,
 	}
 	if !r.FinishedAt.IsZero() {
@@ -149,7 +152,7 @@ func ListPage(ctx context.Context, st *store.Store, opts store.ListOptions) (Exe
 
 func (a *App) readExecutions(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 	uri := req.Params.URI
-	opts := store.ListOptions{Limit: defaultPage, Scope: ownerScope(req.Extra)}
+	opts := store.ListOptions{Limit: defaultPage, Scope: CallerScope(req.Extra)}
 	if _, query, ok := strings.Cut(uri, "?"); ok {
 		q, err := url.ParseQuery(query)
 		if err != nil {
@@ -181,7 +184,7 @@ func (a *App) readExecution(ctx context.Context, req *mcp.ReadResourceRequest) (
 	if err != nil || id == "" {
 		return nil, mcp.ResourceNotFoundError(uri)
 	}
-	run, steps, err := a.store.GetIn(ctx, ownerScope(req.Extra), id)
+	run, steps, err := a.store.GetIn(ctx, CallerScope(req.Extra), id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, mcp.ResourceNotFoundError(uri)
 	}
@@ -191,17 +194,6 @@ func (a *App) readExecution(ctx context.Context, req *mcp.ReadResourceRequest) (
 	ex := ExecutionOf(run, steps)
 	ex.Pauses, _ = a.store.Pauses(ctx, id)
 	return jsonResource(uri, ex)
-}
-
-// ownerScope is whose records a reader sees: an authenticated HTTP caller
-// sees the runs it started; a caller without a credential (stdio, or HTTP
-// without authentication, which serves loopback only unless told
-// otherwise) is the machine's own and sees every run, as the CLI does.
-func ownerScope(extra *mcp.RequestExtra) store.Scope {
-	if extra == nil || extra.TokenInfo == nil || extra.TokenInfo.UserID == "" {
-		return store.Scope{}
-	}
-	return store.OwnerScope(extra.TokenInfo.UserID)
 }
 
 func jsonResource(uri string, v any) (*mcp.ReadResourceResult, error) {

@@ -67,10 +67,12 @@ type App struct {
 	exposed map[string]bool // tool names listed to clients next to agent_orchestrate
 	closers []func() error
 	planner *plannerSetup
-	tokens  *tokenSet // nil without HTTP authentication
-	store   *store.Store
-	tel     *telemetry.Telemetry
-	secrets []string // never logged to clients
+	// tenantPlanners are the planners of the tenants' prompts, by tenant.
+	tenantPlanners map[string]*tenantPlanner
+	tokens         *tokenSet // nil without HTTP authentication
+	store          *store.Store
+	tel            *telemetry.Telemetry
+	secrets        []string // never logged to clients
 
 	logLevels logLevels // which clients receive logging notifications
 	calls     httpCalls // tools/call requests in flight over HTTP
@@ -107,6 +109,9 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		return nil, err
 	}
 	a.tokens = tokens
+	if tokens != nil {
+		tokens.tenants = newTenantTable(cfg.Tenants)
+	}
 	a.drain, a.cancel = context.WithCancel(context.Background())
 	if a.store, err = openStore(ctx, cfg, opts.Store, log); err != nil {
 		return nil, err
@@ -147,13 +152,16 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	if a.planner, err = newPlanner(cfg, cat, a.Engine, forbidden, log); err != nil {
 		return nil, err
 	}
+	if a.tenantPlanners, err = newTenantPlanners(cfg, cat, a.Engine, forbidden, a.planner, log); err != nil {
+		return nil, err
+	}
 	a.Server = mcp.NewServer(&mcp.Implementation{Name: "orchestra", Title: "orchestra", Version: opts.Version}, &mcp.ServerOptions{
 		Instructions: "orchestra runs whole multi-step tool plans in one call: use agent_orchestrate instead of calling tools one at a time.",
 		Logger:       log,
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}, Logging: &mcp.LoggingCapabilities{}},
 	})
 	a.addResources()
-	a.Server.AddReceivingMiddleware(a.unknownTools, a.logLevels.middleware)
+	a.Server.AddReceivingMiddleware(a.unknownTools, a.tenantTools, a.logLevels.middleware)
 	a.sync()
 	cat.OnChange(a.sync)
 	a.startDownstream(ctx, opts.Version)

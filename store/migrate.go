@@ -12,7 +12,7 @@ import (
 	"strings"
 )
 
-//go:embed migrations/*.sql
+//go:embed migrations/*.sql migrations/postgres/*.sql
 var migrationFiles embed.FS
 
 // A migration moves the schema from version-1 to version.
@@ -28,10 +28,14 @@ type migration struct {
 // to changes made side by side, so they may have gaps, and a database may
 // meet a number below its newest one later: every migration it has not
 // recorded is applied, in order.
-var migrations = loadMigrations(migrationFiles)
+var migrations = loadMigrations(migrationFiles, "migrations")
 
-func loadMigrations(fsys fs.FS) []migration {
-	names, err := fs.Glob(fsys, "migrations/*.sql")
+// pgMigrations are their PostgreSQL twins, in migrations/postgres: the
+// same numbers and names, the same schema in PostgreSQL's words.
+var pgMigrations = loadMigrations(migrationFiles, "migrations/postgres")
+
+func loadMigrations(fsys fs.FS, dir string) []migration {
+	names, err := fs.Glob(fsys, dir+"/*.sql")
 	if err != nil {
 		panic("store: listing migrations: " + err.Error())
 	}
@@ -59,16 +63,19 @@ func loadMigrations(fsys fs.FS) []migration {
 const createMigrationsTable = `CREATE TABLE IF NOT EXISTS schema_migrations (
 	version    INTEGER PRIMARY KEY,
 	name       TEXT    NOT NULL,
-	applied_at INTEGER NOT NULL
+	applied_at BIGINT  NOT NULL -- INTEGER on SQLite; PostgreSQL needs 64 bits
 )`
 
 // schemaVersion returns the last migration applied, 0 for an empty database.
 func schemaVersion(ctx context.Context, q interface {
 	QueryRowContext(context.Context, string, ...any) *sql.Row
-}) (int, error) {
+}, pg bool) (int, error) {
 	var exists int
-	if err := q.QueryRowContext(ctx,
-		`SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'schema_migrations'`).Scan(&exists); err != nil {
+	query := `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'schema_migrations'`
+	if pg {
+		query = `SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = 'schema_migrations'`
+	}
+	if err := q.QueryRowContext(ctx, query).Scan(&exists); err != nil {
 		return 0, err
 	}
 	if exists == 0 {
@@ -77,6 +84,43 @@ func schemaVersion(ctx context.Context, q interface {
 	var v int
 	err := q.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&v)
 	return v, err
+}
+
+// migrate applies the migrations the database lacks, each in its own
+// transaction, and refuses a database migrated past the last one it knows.
+// Each transaction takes the write lock first, so processes opening the same
+// database at once apply every migration exactly once.
+func (s *Store) migrate(ctx context.Context, ms []migration) error {
+	if err := s.createMigrationsTable(ctx); err != nil {
+		return fmt.Errorf("creating schema_migrations: %w", err)
+	}
+	latest := 0
+	if len(ms) > 0 {
+		latest = ms[len(ms)-1].version
+	}
+	for _, m := range ms {
+		applied, err := s.applyMigration(ctx, m, latest)
+		if err != nil {
+			return err
+		}
+		if applied {
+			s.log.Info("applied execution store migration", "version", m.version, "name", m.name)
+		}
+	}
+	// A database already past ms applies nothing above; check it here too.
+	v, err := schemaVersion(ctx, s.writer, s.pg)
+	if err != nil {
+		return fmt.Errorf("reading schema version: %w", err)
+	}
+	if v > latest {
+		return fmt.Errorf("%w: database at version %d, this build knows up to %d", ErrSchemaTooNew, v, latest)
+	}
+	if u, err := unknownVersion(ctx, s.writer, ms); err != nil {
+		return fmt.Errorf("reading schema versions: %w", err)
+	} else if u != 0 {
+		return fmt.Errorf("%w: database has migration %d, which this build does not know", ErrSchemaTooNew, u)
+	}
+	return nil
 }
 
 // unknownVersion returns a migration the database recorded that ms does not
@@ -105,38 +149,7 @@ func unknownVersion(ctx context.Context, q interface {
 	return 0, rows.Err()
 }
 
-// migrate applies the migrations the database has not recorded, each in
-// its own transaction and in order, and refuses a database that recorded a
-// migration it does not know (one made by a newer build). Each transaction
-// takes the write lock first, so processes opening the same database at
-// once apply every migration exactly once.
-func (s *Store) migrate(ctx context.Context, ms []migration) error {
-	if _, err := s.writer.ExecContext(ctx, createMigrationsTable); err != nil {
-		return fmt.Errorf("creating schema_migrations: %w", err)
-	}
-	latest := 0
-	if len(ms) > 0 {
-		latest = ms[len(ms)-1].version
-	}
-	for _, m := range ms {
-		applied, err := s.applyMigration(ctx, m, ms, latest)
-		if err != nil {
-			return err
-		}
-		if applied {
-			s.log.Info("applied execution store migration", "version", m.version, "name", m.name)
-		}
-	}
-	// A database that applied nothing above may still be too new.
-	if v, err := unknownVersion(ctx, s.writer, ms); err != nil {
-		return fmt.Errorf("reading schema version: %w", err)
-	} else if v != 0 {
-		return fmt.Errorf("%w: the database has migration %d, this build knows up to %d", ErrSchemaTooNew, v, latest)
-	}
-	return nil
-}
-
-func (s *Store) applyMigration(ctx context.Context, m migration, ms []migration, latest int) (applied bool, err error) {
+func (s *Store) applyMigration(ctx context.Context, m migration, latest int) (applied bool, err error) {
 	tx, err := s.writer.BeginTx(ctx, nil)
 	if err != nil {
 		return false, fmt.Errorf("migration %s: %w", m.name, err)
@@ -146,14 +159,21 @@ func (s *Store) applyMigration(ctx context.Context, m migration, ms []migration,
 			tx.Rollback()
 		}
 	}()
-	if v, err := unknownVersion(ctx, tx, ms); err != nil {
+	if err := s.lockSchema(ctx, tx); err != nil {
+		return false, fmt.Errorf("migration %s: %w", m.name, err)
+	}
+	v, err := schemaVersion(ctx, tx, s.pg)
+	if err != nil {
 		return false, fmt.Errorf("migration %s: reading schema version: %w", m.name, err)
-	} else if v != 0 {
-		return false, fmt.Errorf("%w: the database has migration %d, this build knows up to %d", ErrSchemaTooNew, v, latest)
+	}
+	if v > latest {
+		return false, fmt.Errorf("%w: database at version %d, this build knows up to %d", ErrSchemaTooNew, v, latest)
 	}
 	var done int
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE version = ?`, m.version).Scan(&done); err != nil {
-		return false, fmt.Errorf("migration %s: reading schema version: %w", m.name, err)
+	if v > 0 {
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE version = ?`, m.version).Scan(&done); err != nil {
+			return false, fmt.Errorf("migration %s: reading schema versions: %w", m.name, err)
+		}
 	}
 	if done > 0 {
 		return false, tx.Rollback()
@@ -170,4 +190,36 @@ func (s *Store) applyMigration(ctx context.Context, m migration, ms []migration,
 		return false, fmt.Errorf("migration %s: %w", m.name, err)
 	}
 	return true, nil
+}
+
+// createMigrationsTable creates schema_migrations if it is missing. On
+// PostgreSQL, replicas starting together take the schema lock first:
+// CREATE TABLE IF NOT EXISTS is not safe against a concurrent one there.
+func (s *Store) createMigrationsTable(ctx context.Context) error {
+	tx, err := s.writer.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if err := s.lockSchema(ctx, tx); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, createMigrationsTable); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// schemaLockKey is the PostgreSQL advisory lock that serialises migrations.
+const schemaLockKey = 0x6f72636865737472 // "orchestr"
+
+// lockSchema makes tx wait for any other migration of the same database.
+// SQLite needs nothing: the writer's transactions take the write lock
+// when they begin.
+func (s *Store) lockSchema(ctx context.Context, tx *sql.Tx) error {
+	if !s.pg {
+		return nil
+	}
+	_, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(?)`, int64(schemaLockKey))
+	return err
 }

@@ -16,17 +16,50 @@ import (
 
 // Scope says whose runs a read sees. The zero Scope sees every run, as the
 // machine's own callers do (the CLI, a stdio client); OwnerScope sees one
-// owner's runs only.
+// owner's runs only, TenantScope one tenant's, and OwnerScope(o).InTenant(t)
+// the runs of owner o in tenant t.
 type Scope struct {
-	owner   string
-	limited bool
+	owner    string
+	limited  bool
+	tenant   string
+	byTenant bool
 }
 
 // OwnerScope returns the scope of owner's runs.
 func OwnerScope(owner string) Scope { return Scope{owner: owner, limited: true} }
 
-// Sees reports whether the scope sees a run of owner.
+// TenantScope returns the scope of tenant's runs, whoever started them.
+func TenantScope(tenant string) Scope { return Scope{tenant: tenant, byTenant: true} }
+
+// InTenant narrows sc to the runs of tenant.
+func (sc Scope) InTenant(tenant string) Scope {
+	sc.tenant, sc.byTenant = tenant, true
+	return sc
+}
+
+// Sees reports whether the scope sees a run of owner, whatever its tenant;
+// SeesRun checks both.
 func (sc Scope) Sees(owner string) bool { return !sc.limited || sc.owner == owner }
+
+// SeesRun reports whether the scope sees r.
+func (sc Scope) SeesRun(r *Run) bool {
+	return sc.Sees(r.Owner) && (!sc.byTenant || sc.tenant == r.Tenant)
+}
+
+// where returns the SQL conditions of the scope, with their arguments.
+func (sc Scope) where() ([]string, []any) {
+	var where []string
+	var args []any
+	if sc.limited {
+		where = append(where, "owner = ?")
+		args = append(args, sc.owner)
+	}
+	if sc.byTenant {
+		where = append(where, "tenant = ?")
+		args = append(args, sc.tenant)
+	}
+	return where, args
+}
 
 // Get returns a run with its envelope and plan, and its steps ordered by
 // Index, then Path, once the writes queued before it are applied. An
@@ -51,7 +84,7 @@ func (s *Store) GetIn(ctx context.Context, scope Scope, execID string) (*Run, []
 	row := tx.QueryRowContext(ctx, `SELECT `+runColumns+`, plan, envelope FROM runs WHERE exec_id = ?`, execID)
 	var plan, envelope sql.NullString
 	r, err := scanRun(row, &plan, &envelope)
-	if errors.Is(err, sql.ErrNoRows) || err == nil && !scope.Sees(r.Owner) {
+	if errors.Is(err, sql.ErrNoRows) || err == nil && !scope.SeesRun(r) {
 		return nil, nil, fmt.Errorf("reading run %s: %w", execID, ErrNotFound)
 	}
 	if err != nil {
@@ -123,12 +156,7 @@ func (s *Store) List(ctx context.Context, opts ListOptions) ([]Run, string, erro
 	if err := s.Flush(ctx); err != nil {
 		return nil, "", fmt.Errorf("listing runs: %w", err)
 	}
-	var where []string
-	var args []any
-	if opts.Scope.limited {
-		where = append(where, "owner = ?")
-		args = append(args, opts.Scope.owner)
-	}
+	where, args := opts.Scope.where()
 	switch opts.Status {
 	case "":
 	case StatusPaused: // a paused run is running, and paused
@@ -210,7 +238,7 @@ func decodeCursor(s string) (cursor, error) {
 	return cursor{startedAt: started, seq: seq}, nil
 }
 
-const runColumns = `exec_id, request_id, owner, tool, status, started_at, finished_at, duration_ms, step_count, error, ` + resumeColumn
+const runColumns = `exec_id, request_id, owner, user_id, tenant, tool, status, started_at, finished_at, duration_ms, step_count, error, ` + resumeColumn
 
 // scanRun scans runColumns followed by extra destinations.
 func scanRun(row interface{ Scan(...any) error }, extra ...any) (*Run, error) {
@@ -219,7 +247,7 @@ func scanRun(row interface{ Scan(...any) error }, extra ...any) (*Run, error) {
 	var started int64
 	var finished sql.NullInt64
 	var resume int
-	dest := append([]any{&r.ExecID, &r.RequestID, &r.Owner, &r.Tool, &status, &started, &finished,
+	dest := append([]any{&r.ExecID, &r.RequestID, &r.Owner, &r.UserID, &r.Tenant, &r.Tool, &status, &started, &finished,
 		&r.DurationMS, &r.StepCount, &r.Error, &resume}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return nil, err

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -75,6 +76,13 @@ type Run struct {
 	// callers (the CLI, a stdio client). A reader limited to an owner (see
 	// Scope) sees only that owner's runs.
 	Owner string
+	// UserID is the authenticated subject that started the run: a named
+	// token's name, a JWT's sub, or a short hash of an unnamed token.
+	UserID string
+	// Tenant is the tenant of the caller that started the run, "" without
+	// tenants. A reader limited to a tenant (see TenantScope) sees only its
+	// runs.
+	Tenant string
 	// Tool says what started the run: "agent_orchestrate" or "cli".
 	Tool string
 	// Status is the run's state.
@@ -149,6 +157,11 @@ type Options struct {
 	// wait. A read, a synchronous write or Close never waits for it; a
 	// process killed within it loses those writes.
 	CommitDelay time.Duration
+	// Lease is how long a replica's lease on the runs it executes lasts on
+	// PostgreSQL (see [IsPostgres]): a run whose lease lapsed is marked
+	// interrupted by another replica. Zero means [DefaultLease]. SQLite
+	// stores ignore it: they see a dead process by its lock file.
+	Lease time.Duration
 }
 
 // DefaultCommitDelay lets the writes of a short run (its start, its steps
@@ -157,7 +170,7 @@ const DefaultCommitDelay = 2 * time.Millisecond
 
 // Stats describes a store.
 type Stats struct {
-	// Path is the database file, or "memory".
+	// Path is the database file, "memory", or a PostgreSQL URL without its password.
 	Path string
 	// SchemaVersion is the number of the last migration applied.
 	SchemaVersion int
@@ -189,7 +202,11 @@ type Store struct {
 	now      func() time.Time
 	keep     Retention
 	instance string        // this store's id, stored on the runs it starts
-	lock     *instanceLock // held while open, so other processes know the instance lives
+	pg       bool          // the database is PostgreSQL
+	lease    time.Duration // Options.Lease, on PostgreSQL
+
+	leaseStop, leaseDone chan struct{} // the lease renewer's; nil on SQLite
+	lock                 *instanceLock // held while open, so other processes know the instance lives
 
 	recovered int
 
@@ -262,24 +279,48 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
+	s.pg = IsPostgres(path)
+	s.lease = opts.Lease
+	if s.lease <= 0 {
+		s.lease = DefaultLease
+	}
 	if s.keep.MaxAge < 0 || s.keep.MaxRuns < 0 {
 		return nil, fmt.Errorf("opening execution store: negative retention %+v", s.keep)
 	}
 	s.instance = newInstanceID()
 
-	if err := s.open(ctx); err != nil {
+	open := s.open
+	if s.pg {
+		open = s.openPostgres
+	}
+	if err := open(ctx); err != nil {
 		s.closeDBs()
 		if s.lock != nil {
 			s.lock.release(true)
 		}
-		return nil, fmt.Errorf("opening execution store %s: %w", path, err)
+		return nil, fmt.Errorf("opening execution store %s: %w", s.displayPath(), err)
 	}
 	s.startWriter()
-	s.log.Debug("execution store open", "path", path, "instance", s.instance)
+	if s.pg {
+		s.startLeases()
+	}
+	s.log.Debug("execution store open", "path", s.displayPath(), "instance", s.instance)
 	return s, nil
 }
 
 func (s *Store) inMemory() bool { return s.path == Memory || s.path == ":memory:" }
+
+// displayPath is the store's path without a database URL's password.
+func (s *Store) displayPath() string {
+	if !s.pg {
+		return s.path
+	}
+	u, err := url.Parse(s.path)
+	if err != nil {
+		return "postgres://(invalid URL)"
+	}
+	return u.Redacted()
+}
 
 func (s *Store) open(ctx context.Context) error {
 	if s.inMemory() {
@@ -301,7 +342,7 @@ func (s *Store) open(ctx context.Context) error {
 		if err := s.migrate(ctx, migrations); err != nil {
 			return err
 		}
-		s.stmts, err = prepareStatements(ctx, db)
+		s.stmts, err = prepareStatements(ctx, db, false)
 		return err
 	}
 
@@ -377,7 +418,7 @@ func (s *Store) open(ctx context.Context) error {
 	if _, err := s.Prune(ctx); err != nil {
 		return err
 	}
-	s.stmts, err = prepareStatements(ctx, writer)
+	s.stmts, err = prepareStatements(ctx, writer, false)
 	return err
 }
 
@@ -402,7 +443,7 @@ func newInstanceID() string {
 // Stats reports the store's path, schema version, run counts and writes,
 // once the writes queued before it are applied.
 func (s *Store) Stats(ctx context.Context) (Stats, error) {
-	st := Stats{Path: s.path, Runs: map[Status]int{}, Recovered: s.recovered}
+	st := Stats{Path: s.displayPath(), Runs: map[Status]int{}, Recovered: s.recovered}
 	if s.inMemory() {
 		st.Path = Memory
 	}
@@ -410,7 +451,7 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 		return st, fmt.Errorf("reading execution store stats: %w", err)
 	}
 	st.Writes, st.Transactions = s.writes.Load(), s.commits.Load()
-	v, err := schemaVersion(ctx, s.reader)
+	v, err := schemaVersion(ctx, s.reader, s.pg)
 	if err != nil {
 		return st, fmt.Errorf("reading execution store stats: %w", err)
 	}
@@ -444,6 +485,7 @@ func (s *Store) Close() error {
 		if s.writerDone != nil {
 			<-s.writerDone
 		}
+		s.stopLeases()
 		ctx, cancel := context.WithTimeout(context.Background(), busyTimeout)
 		defer cancel()
 		var errs []error

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/orchestra-mcp/orchestra/internal/pgtest"
 )
 
 // clock is a settable time source for Options.Now.
@@ -53,10 +55,18 @@ func tempDB(t testing.TB) string {
 	return filepath.Join(t.TempDir(), "state", "orchestra", "orchestra.db")
 }
 
-// both runs a test against an in-memory and an on-disk store.
+// both runs a test against an in-memory and an on-disk SQLite store, and a
+// PostgreSQL one (see internal/pgtest).
 func both(t *testing.T, f func(t *testing.T, path string)) {
 	t.Run("memory", func(t *testing.T) { f(t, Memory) })
 	t.Run("file", func(t *testing.T) { f(t, tempDB(t)) })
+	t.Run("postgres", func(t *testing.T) { f(t, pgtest.URL(t)) })
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	pgtest.Stop()
+	os.Exit(code)
 }
 
 func TestRoundTrip(t *testing.T) {
@@ -333,74 +343,78 @@ func writeRun(ctx context.Context, s *Store, id string, steps int) error {
 }
 
 func TestRetentionByAge(t *testing.T) {
-	ctx := t.Context()
-	clk := newClock()
-	s := openTest(t, Memory, Options{Now: clk.Now, Retention: Retention{MaxAge: 24 * time.Hour}})
-	s.pruneInterval = 365 * 24 * time.Hour // only the explicit Prune below
+	both(t, func(t *testing.T, path string) {
+		ctx := t.Context()
+		clk := newClock()
+		s := openTest(t, path, Options{Now: clk.Now, Retention: Retention{MaxAge: 24 * time.Hour}})
+		s.pruneInterval = 365 * 24 * time.Hour // only the explicit Prune below
 
-	for i := range 5 { // one run a day, the oldest first
-		id := fmt.Sprint("day", i)
-		if err := s.StartRun(ctx, Run{ExecID: id, Tool: "cli"}); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.RecordStep(ctx, StepRecord{ExecID: id, StepID: "a", Status: "success"}); err != nil {
-			t.Fatal(err)
-		}
-		if i != 1 { // day1 is still running
-			if err := s.FinishRun(ctx, id, StatusSuccess, nil, time.Time{}); err != nil {
+		for i := range 5 { // one run a day, the oldest first
+			id := fmt.Sprint("day", i)
+			if err := s.StartRun(ctx, Run{ExecID: id, Tool: "cli"}); err != nil {
 				t.Fatal(err)
 			}
+			if err := s.RecordStep(ctx, StepRecord{ExecID: id, StepID: "a", Status: "success"}); err != nil {
+				t.Fatal(err)
+			}
+			if i != 1 { // day1 is still running
+				if err := s.FinishRun(ctx, id, StatusSuccess, nil, time.Time{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			clk.Advance(24*time.Hour - time.Minute)
 		}
-		clk.Advance(24*time.Hour - time.Minute)
-	}
-	// Now is 4d23h55m after day0 started: day4 (23h59m old) is the only
-	// finished run young enough; day1 is old but running.
-	n, err := s.Prune(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n != 3 {
-		t.Errorf("Prune deleted %d runs, want 3", n)
-	}
-	if got := listIDs(t, s, ListOptions{}); !cmp.Equal(got, []string{"day4", "day1"}) {
-		t.Errorf("kept %v, want [day4 day1]", got)
-	}
-	var orphans int
-	if err := s.reader.QueryRowContext(ctx, `SELECT count(*) FROM steps WHERE exec_id NOT IN (SELECT exec_id FROM runs)`).Scan(&orphans); err != nil {
-		t.Fatal(err)
-	}
-	if orphans != 0 {
-		t.Errorf("%d steps outlived their runs", orphans)
-	}
+		// Now is 4d23h55m after day0 started: day4 (23h59m old) is the only
+		// finished run young enough; day1 is old but running.
+		n, err := s.Prune(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != 3 {
+			t.Errorf("Prune deleted %d runs, want 3", n)
+		}
+		if got := listIDs(t, s, ListOptions{}); !cmp.Equal(got, []string{"day4", "day1"}) {
+			t.Errorf("kept %v, want [day4 day1]", got)
+		}
+		var orphans int
+		if err := s.reader.QueryRowContext(ctx, `SELECT count(*) FROM steps WHERE exec_id NOT IN (SELECT exec_id FROM runs)`).Scan(&orphans); err != nil {
+			t.Fatal(err)
+		}
+		if orphans != 0 {
+			t.Errorf("%d steps outlived their runs", orphans)
+		}
+	})
 }
 
 func TestRetentionByCount(t *testing.T) {
-	ctx := t.Context()
-	clk := newClock()
-	s := openTest(t, Memory, Options{Now: clk.Now, Retention: Retention{MaxRuns: 3}})
-	s.pruneEvery = 4 // FinishRun prunes every 4 runs; the clock never reaches pruneInterval
+	both(t, func(t *testing.T, path string) {
+		ctx := t.Context()
+		clk := newClock()
+		s := openTest(t, path, Options{Now: clk.Now, Retention: Retention{MaxRuns: 3}})
+		s.pruneEvery = 4 // FinishRun prunes every 4 runs; the clock never reaches pruneInterval
 
-	for i := range 10 {
-		clk.Advance(time.Second)
-		id := fmt.Sprint("r", i)
-		if err := s.StartRun(ctx, Run{ExecID: id, Tool: "cli"}); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.FinishRun(ctx, id, StatusSuccess, nil, time.Time{}); err != nil {
-			t.Fatal(err)
-		}
-		if i == 7 { // 8 finished runs: FinishRun pruned twice, the last time just now
-			if got := listIDs(t, s, ListOptions{}); !cmp.Equal(got, []string{"r7", "r6", "r5"}) {
-				t.Errorf("after automatic prune: %v", got)
+		for i := range 10 {
+			clk.Advance(time.Second)
+			id := fmt.Sprint("r", i)
+			if err := s.StartRun(ctx, Run{ExecID: id, Tool: "cli"}); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.FinishRun(ctx, id, StatusSuccess, nil, time.Time{}); err != nil {
+				t.Fatal(err)
+			}
+			if i == 7 { // 8 finished runs: FinishRun pruned twice, the last time just now
+				if got := listIDs(t, s, ListOptions{}); !cmp.Equal(got, []string{"r7", "r6", "r5"}) {
+					t.Errorf("after automatic prune: %v", got)
+				}
 			}
 		}
-	}
-	if n, err := s.Prune(ctx); err != nil || n != 2 {
-		t.Errorf("Prune = %d, %v; want 2", n, err)
-	}
-	if got := listIDs(t, s, ListOptions{}); !cmp.Equal(got, []string{"r9", "r8", "r7"}) {
-		t.Errorf("kept %v", got)
-	}
+		if n, err := s.Prune(ctx); err != nil || n != 2 {
+			t.Errorf("Prune = %d, %v; want 2", n, err)
+		}
+		if got := listIDs(t, s, ListOptions{}); !cmp.Equal(got, []string{"r9", "r8", "r7"}) {
+			t.Errorf("kept %v", got)
+		}
+	})
 }
 
 func TestPruneAfterInterval(t *testing.T) {
@@ -439,92 +453,94 @@ func listIDs(t *testing.T, s *Store, opts ListOptions) []string {
 }
 
 func TestListPagination(t *testing.T) {
-	ctx := t.Context()
-	clk := newClock()
-	s := openTest(t, tempDB(t), Options{Now: clk.Now})
+	both(t, func(t *testing.T, path string) {
+		ctx := t.Context()
+		clk := newClock()
+		s := openTest(t, path, Options{Now: clk.Now})
 
-	start := func(id string, status Status) {
-		t.Helper()
-		if err := s.StartRun(ctx, Run{ExecID: id, Tool: "cli", Plan: json.RawMessage(`{"big":"plan"}`)}); err != nil {
-			t.Fatal(err)
-		}
-		if status != StatusRunning {
-			if err := s.FinishRun(ctx, id, status, json.RawMessage(`{"big":"envelope"}`), time.Time{}); err != nil {
+		start := func(id string, status Status) {
+			t.Helper()
+			if err := s.StartRun(ctx, Run{ExecID: id, Tool: "cli", Plan: json.RawMessage(`{"big":"plan"}`)}); err != nil {
 				t.Fatal(err)
 			}
+			if status != StatusRunning {
+				if err := s.FinishRun(ctx, id, status, json.RawMessage(`{"big":"envelope"}`), time.Time{}); err != nil {
+					t.Fatal(err)
+				}
+			}
 		}
-	}
-	for i := range 7 {
-		clk.Advance(time.Second)
-		status := StatusSuccess
-		if i%3 == 0 {
-			status = StatusFailed
+		for i := range 7 {
+			clk.Advance(time.Second)
+			status := StatusSuccess
+			if i%3 == 0 {
+				status = StatusFailed
+			}
+			start(fmt.Sprint("r", i), status)
 		}
-		start(fmt.Sprint("r", i), status)
-	}
-	// Two runs with the same start time: insertion order breaks the tie.
-	start("r7", StatusSuccess)
+		// Two runs with the same start time: insertion order breaks the tie.
+		start("r7", StatusSuccess)
 
-	page, next, err := s.List(ctx, ListOptions{Limit: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := ids(page); !cmp.Equal(got, []string{"r7", "r6", "r5"}) {
-		t.Errorf("page 1: %v", got)
-	}
-	if next == "" {
-		t.Fatal("page 1 has no next cursor")
-	}
-	for _, r := range page {
-		if r.Plan != nil || r.Envelope != nil {
-			t.Errorf("List returned bodies for %s", r.ExecID)
-		}
-	}
-
-	// Runs started between pages land before the cursor and shift nothing.
-	clk.Advance(time.Second)
-	start("new1", StatusRunning)
-	start("new2", StatusSuccess)
-
-	page, next, err = s.List(ctx, ListOptions{Limit: 3, Cursor: next})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := ids(page); !cmp.Equal(got, []string{"r4", "r3", "r2"}) {
-		t.Errorf("page 2: %v", got)
-	}
-	page, next, err = s.List(ctx, ListOptions{Limit: 3, Cursor: next})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := ids(page); !cmp.Equal(got, []string{"r1", "r0"}) || next != "" {
-		t.Errorf("page 3: %v, next %q; want [r1 r0] and no cursor", got, next)
-	}
-
-	// A page that ends exactly at the last run has no next cursor.
-	if _, next, err := s.List(ctx, ListOptions{Limit: 10}); err != nil || next != "" {
-		t.Errorf("List(10 of 10) next = %q, %v", next, err)
-	}
-
-	// Filtering by status pages the same way.
-	var failed []string
-	for cur := ""; ; {
-		page, next, err := s.List(ctx, ListOptions{Limit: 1, Status: StatusFailed, Cursor: cur})
+		page, next, err := s.List(ctx, ListOptions{Limit: 3})
 		if err != nil {
 			t.Fatal(err)
 		}
-		failed = append(failed, ids(page)...)
-		if next == "" {
-			break
+		if got := ids(page); !cmp.Equal(got, []string{"r7", "r6", "r5"}) {
+			t.Errorf("page 1: %v", got)
 		}
-		cur = next
-	}
-	if !cmp.Equal(failed, []string{"r6", "r3", "r0"}) {
-		t.Errorf("failed runs: %v", failed)
-	}
-	if got := listIDs(t, s, ListOptions{Status: StatusRunning}); !cmp.Equal(got, []string{"new1"}) {
-		t.Errorf("running runs: %v", got)
-	}
+		if next == "" {
+			t.Fatal("page 1 has no next cursor")
+		}
+		for _, r := range page {
+			if r.Plan != nil || r.Envelope != nil {
+				t.Errorf("List returned bodies for %s", r.ExecID)
+			}
+		}
+
+		// Runs started between pages land before the cursor and shift nothing.
+		clk.Advance(time.Second)
+		start("new1", StatusRunning)
+		start("new2", StatusSuccess)
+
+		page, next, err = s.List(ctx, ListOptions{Limit: 3, Cursor: next})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ids(page); !cmp.Equal(got, []string{"r4", "r3", "r2"}) {
+			t.Errorf("page 2: %v", got)
+		}
+		page, next, err = s.List(ctx, ListOptions{Limit: 3, Cursor: next})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ids(page); !cmp.Equal(got, []string{"r1", "r0"}) || next != "" {
+			t.Errorf("page 3: %v, next %q; want [r1 r0] and no cursor", got, next)
+		}
+
+		// A page that ends exactly at the last run has no next cursor.
+		if _, next, err := s.List(ctx, ListOptions{Limit: 10}); err != nil || next != "" {
+			t.Errorf("List(10 of 10) next = %q, %v", next, err)
+		}
+
+		// Filtering by status pages the same way.
+		var failed []string
+		for cur := ""; ; {
+			page, next, err := s.List(ctx, ListOptions{Limit: 1, Status: StatusFailed, Cursor: cur})
+			if err != nil {
+				t.Fatal(err)
+			}
+			failed = append(failed, ids(page)...)
+			if next == "" {
+				break
+			}
+			cur = next
+		}
+		if !cmp.Equal(failed, []string{"r6", "r3", "r0"}) {
+			t.Errorf("failed runs: %v", failed)
+		}
+		if got := listIDs(t, s, ListOptions{Status: StatusRunning}); !cmp.Equal(got, []string{"new1"}) {
+			t.Errorf("running runs: %v", got)
+		}
+	})
 }
 
 func ids(runs []Run) []string {

@@ -156,8 +156,9 @@ type statements struct {
 
 const (
 	insertRunSQL = `INSERT INTO runs
-		(exec_id, request_id, tool, status, started_at, finished_at, duration_ms, plan, envelope, step_count, error, instance, owner)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+		(exec_id, request_id, tool, status, started_at, finished_at, duration_ms, plan, envelope, step_count, error, instance, owner,
+		 user_id, tenant, lease_until)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	upsertStepSQL = `INSERT INTO steps
 		(exec_id, step_id, idx, path, tool, status, started_at, duration_ms, attempts, output, error)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -169,14 +170,23 @@ const (
 		status = ?, envelope = ?, finished_at = ?, error = ?,
 		duration_ms = max(0, (? - started_at) / 1000000)
 		WHERE exec_id = ?`
+	// PostgreSQL's max is an aggregate; greatest is its scalar max.
+	pgFinishRunSQL = `UPDATE runs SET
+		status = ?, envelope = ?, finished_at = ?, error = ?,
+		duration_ms = greatest(0, (?::bigint - started_at) / 1000000)
+		WHERE exec_id = ?`
 )
 
-func prepareStatements(ctx context.Context, db *sql.DB) (*statements, error) {
+func prepareStatements(ctx context.Context, db *sql.DB, pg bool) (*statements, error) {
 	var st statements
+	finish := finishRunSQL
+	if pg {
+		finish = pgFinishRunSQL
+	}
 	for _, p := range []struct {
 		stmt  **sql.Stmt
 		query string
-	}{{&st.insertRun, insertRunSQL}, {&st.upsertStep, upsertStepSQL}, {&st.finishRun, finishRunSQL}} {
+	}{{&st.insertRun, insertRunSQL}, {&st.upsertStep, upsertStepSQL}, {&st.finishRun, finish}} {
 		var err error
 		if *p.stmt, err = db.PrepareContext(ctx, p.query); err != nil {
 			st.close()
@@ -203,6 +213,7 @@ func (st *statements) close() error {
 type startRunWrite struct {
 	r              Run
 	instance       string
+	leaseUntil     sql.NullInt64
 	plan, envelope sql.NullString
 	// finish, when set, is the run's end, written with the start: see
 	// coalesce.
@@ -222,7 +233,7 @@ func (s *Store) startRun(r Run) (*startRunWrite, error) {
 	if r.StartedAt.IsZero() {
 		r.StartedAt = s.now()
 	}
-	return &startRunWrite{r: r, instance: s.instance}, nil
+	return &startRunWrite{r: r, instance: s.instance, leaseUntil: s.leaseUntil()}, nil
 }
 
 func (w *startRunWrite) String() string { return "starting run " + w.r.ExecID }
@@ -249,8 +260,9 @@ func (w *startRunWrite) apply(ctx context.Context, tx *sql.Tx, st *statements) e
 	}
 	_, err := bind(ctx, tx, st.insertRun).ExecContext(ctx,
 		r.ExecID, r.RequestID, r.Tool, string(status), r.StartedAt.UnixNano(), nullTime(finishedAt),
-		duration, w.plan, envelope, r.StepCount, errText, w.instance, r.Owner)
-	if isConstraint(err, sqlite3.SQLITE_CONSTRAINT_UNIQUE) {
+		duration, w.plan, envelope, r.StepCount, errText, w.instance, r.Owner,
+		r.UserID, r.Tenant, w.leaseUntil)
+	if isConstraint(err, sqlite3.SQLITE_CONSTRAINT_UNIQUE) || isPGConstraint(err, pgUniqueViolation) {
 		return fmt.Errorf("%s: %w", w, ErrExists)
 	}
 	if err != nil {
@@ -293,7 +305,7 @@ func (w *recordStepWrite) apply(ctx context.Context, tx *sql.Tx, stmts *statemen
 	_, err := bind(ctx, tx, stmts.upsertStep).ExecContext(ctx,
 		st.ExecID, st.StepID, st.Index, st.Path, st.Tool, st.Status, nullTime(st.StartedAt),
 		st.DurationMS, st.Attempts, w.output, w.stepErr)
-	if isConstraint(err, sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY) {
+	if isConstraint(err, sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY) || isPGConstraint(err, pgForeignKeyViolation) {
 		return fmt.Errorf("recording step %s: run %s: %w", st.StepID, st.ExecID, ErrNotFound)
 	}
 	if err != nil {

@@ -27,6 +27,7 @@ const (
 	AttrStepType   = attribute.Key("orchestra.step.type")
 	AttrStepExecID = attribute.Key("orchestra.step.exec_id")
 	AttrAttempts   = attribute.Key("orchestra.step.attempts")
+	AttrIteration  = attribute.Key("orchestra.step.iteration")
 	AttrErrorCode  = attribute.Key("orchestra.error.code")
 	AttrTool       = attribute.Key("gen_ai.tool.name")
 	AttrServer     = attribute.Key("orchestra.server")
@@ -107,9 +108,9 @@ func (t *Telemetry) planReady(i orchestrate.PlanReadyInfo) {
 	}
 }
 
-// parentPath is the path of the group a step belongs to, or "".
+// parentPath is the path of the group or loop a step belongs to, or "".
 func parentPath(path string) string {
-	if i := strings.LastIndex(path, ".parallel["); i >= 0 {
+	if i := max(strings.LastIndex(path, ".parallel["), strings.LastIndex(path, ".do[")); i >= 0 {
 		return path[:i]
 	}
 	return ""
@@ -139,6 +140,9 @@ func (t *Telemetry) stepStarted(i orchestrate.StepStartedInfo) {
 	}
 	if rec.Tool != "" {
 		attrs = append(attrs, AttrTool.String(rec.Tool))
+	}
+	if rec.Iteration != nil {
+		attrs = append(attrs, AttrIteration.Int(*rec.Iteration))
 	}
 	_, sp := t.tracer.Start(parent, "step "+rec.ID, trace.WithTimestamp(start), trace.WithAttributes(attrs...))
 	rs.steps[rec.Path] = sp
@@ -230,7 +234,7 @@ func (t *Telemetry) runFinished(i orchestrate.RunFinishedInfo) {
 			t.plannerAttempts.Add(ctx, int64(p.Attempts), metric.WithAttributes(AttrModel.String(p.Model)))
 		}
 		if rs != nil {
-			rs.span.SetAttributes(AttrLeaves.Int(info.Leaves), AttrStatus.String(status))
+			rs.span.SetAttributes(AttrLeaves.Int(info.Steps()), AttrStatus.String(status))
 			if p := a.Planner; p != nil && p.Model != "" {
 				rs.span.SetAttributes(AttrModel.String(p.Model))
 			}

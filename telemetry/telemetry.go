@@ -230,3 +230,6 @@ func Traceparent(ctx context.Context) string {
 	propagator.Inject(ctx, c)
 	return c["traceparent"]
 }
+
+// Tracing reports whether spans are recorded somewhere.
+func (t *Telemetry) Tracing() bool { return t.enabled }

@@ -47,6 +47,9 @@ type IDs struct {
 	ContextID string `json:"context_id"`
 	TraceID   string `json:"trace_id"`
 	UserID    string `json:"user_id"`
+	// Tenant is the caller's tenant, "" without tenants: records and
+	// logs carry it, and reads are scoped by it.
+	Tenant string `json:"tenant,omitempty"`
 }
 
 // WithIDs returns a context carrying ids.
@@ -91,6 +94,11 @@ const (
 	MetaDepth = "io.github.orchestra-mcp/depth"
 	// MetaTraceparent holds a W3C traceparent header value.
 	MetaTraceparent = "traceparent"
+	// MetaRequestID holds the caller's id of its request, which the run's
+	// envelope and record echo.
+	MetaRequestID = "io.github.orchestra-mcp/request_id"
+	// MetaContextID holds the caller's id of its conversation or task.
+	MetaContextID = "io.github.orchestra-mcp/context_id"
 )
 
 // FromMeta returns ctx with the depth and traceparent that an incoming

@@ -92,8 +92,28 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&o.baseline, "baseline", 5*time.Second, "with -innocent: how long it runs alone before the other clients start")
 	fs.Float64Var(&o.maxRatio, "max-innocent-p95-ratio", 0, "with -check and -innocent: the innocent client's p95 under load may be at most this many times its p95 alone (0: not checked)")
 	fs.StringVar(&o.fixture, "fixture", "", "the fixture server binary; default: built from ./testdata/fixtureserver")
+	replicas := fs.Bool("replicas", false, "two replicas on a throw-away PostgreSQL database: load at both, SIGKILL one halfway (-duration before and after), check the records and the leases")
+	lease := fs.Duration("lease", 3*time.Second, "with -replicas: the store lease")
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	if *replicas {
+		r, err := soakReplicas(ctx, replicaOptions{duration: o.duration, clients: o.clients, lease: *lease, sleepMS: 200, fixture: o.fixture}, stderr)
+		if err != nil {
+			fmt.Fprintln(stderr, "soak:", err)
+			return 1
+		}
+		r.print(stdout)
+		if problems := r.problems(); o.check && len(problems) > 0 {
+			for _, p := range problems {
+				fmt.Fprintln(stderr, "soak: FAIL:", p)
+			}
+			return 1
+		}
+		if o.check {
+			fmt.Fprintln(stderr, "soak: PASS")
+		}
+		return 0
 	}
 	r, err := soak(ctx, o, stderr)
 	if err != nil {

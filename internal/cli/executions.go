@@ -21,6 +21,7 @@ func cmdExecutions(ctx context.Context, env *cliEnv, args []string) int {
 	limit := fs.Int("limit", 20, "list at most `N` runs")
 	status := fs.String("status", "", "list only runs with `STATUS`: running, paused, success, failed, partial or interrupted")
 	cursor := fs.String("cursor", "", "continue a listing from the `CURSOR` the previous page printed")
+	tenant := fs.String("tenant", "", "show only the runs of tenant `NAME` (\"\" shows every run)")
 	if code, ok := parse(env, fs, args); !ok {
 		return code
 	}
@@ -41,7 +42,11 @@ func cmdExecutions(ctx context.Context, env *cliEnv, args []string) int {
 	defer st.Close()
 
 	if fs.NArg() == 1 {
-		run, steps, err := st.Get(ctx, fs.Arg(0))
+		scope := store.Scope{}
+		if *tenant != "" {
+			scope = store.TenantScope(*tenant)
+		}
+		run, steps, err := st.GetIn(ctx, scope, fs.Arg(0))
 		if errors.Is(err, store.ErrNotFound) {
 			env.errorf("no execution record %q in %s", fs.Arg(0), cfg.Store.Path)
 			fmt.Fprintln(env.stderr, "hint: run `orchestra executions` to list recent runs, or pass the --store the run was recorded in")
@@ -61,7 +66,11 @@ func cmdExecutions(ctx context.Context, env *cliEnv, args []string) int {
 		return exitOK
 	}
 
-	page, err := server.ListPage(ctx, st, store.ListOptions{Limit: *limit, Cursor: *cursor, Status: store.Status(*status)})
+	opts := store.ListOptions{Limit: *limit, Cursor: *cursor, Status: store.Status(*status)}
+	if *tenant != "" {
+		opts.Scope = store.TenantScope(*tenant)
+	}
+	page, err := server.ListPage(ctx, st, opts)
 	if err != nil {
 		env.errorf("%v", err)
 		return exitInvalid

@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"strings"
 	"syscall"
 	"time"
@@ -29,9 +30,12 @@ func serve(handlers map[string]Handler, in io.Reader, out io.Writer) int {
 		return 1
 	}
 	debug.SetMemoryLimit(budget)
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	heapAtStart := ms.HeapSys
 	r := bufio.NewReaderSize(in, 64<<10)
 	w := bufio.NewWriterSize(out, 64<<10)
-	dog := newWatchdog()
+	dog := newWatchdog(budget)
 	for {
 		job, err := readRequest(r, budget)
 		if err == io.EOF {
@@ -63,6 +67,15 @@ func serve(handlers map[string]Handler, in io.Reader, out io.Writer) int {
 			}
 		}
 		job.Payload = nil
+		// The runtime keeps the address space a job's heap grew to, and
+		// how much of it the next job could use depends on how this one
+		// left it: a worker whose heap grew by more than half its budget
+		// retires, so that every job starts with its whole budget.
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		if ms.HeapSys > heapAtStart && ms.HeapSys-heapAtStart > uint64(budget)/2 {
+			status |= replyRetiring
+		}
 		if err := writeReply(w, status, reply); err != nil {
 			return 0 // the parent is gone
 		}
@@ -76,8 +89,6 @@ func serve(handlers map[string]Handler, in io.Reader, out io.Writer) int {
 		// A job that built large values leaves them as garbage: give the
 		// memory back before the next job, so that it starts with the
 		// whole budget.
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
 		if ms.HeapAlloc > uint64(budget)/4 {
 			debug.FreeOSMemory()
 		}
@@ -99,20 +110,29 @@ func call(h Handler, payload []byte) (reply []byte, err error) {
 // done before it is stopped, so what stops a job does not depend on the
 // load. (The caller's deadline bounds the wall time.)
 //
+// A job whose live heap is more than half the memory budget when its CPU
+// time runs out is out of memory, not of CPU: past that point the
+// collector runs as often as the memory limit makes it (GOMEMLIMIT), the
+// closer to the limit the more often, and whether the job's next
+// allocation fails before its CPU time runs out is a matter of how the
+// collector's work was scheduled. Such a job is reported as out of
+// memory either way.
+//
 // A job that runs past longJob lowers the process's CPU priority to the
 // lowest, so that short jobs, in other workers, and the server itself go
 // first; a process cannot raise its priority again, so such a worker
 // retires after its job.
 type watchdog struct {
-	jobs chan time.Duration
-	done chan bool // reports whether the job ran long
+	memory int64 // the worker's memory budget
+	jobs   chan time.Duration
+	done   chan bool // reports whether the job ran long
 }
 
 // longJob is the CPU time past which a job runs at the lowest priority.
 const longJob = 50 * time.Millisecond
 
-func newWatchdog() *watchdog {
-	d := &watchdog{jobs: make(chan time.Duration), done: make(chan bool)}
+func newWatchdog(memory int64) *watchdog {
+	d := &watchdog{memory: memory, jobs: make(chan time.Duration), done: make(chan bool)}
 	go d.run()
 	return d
 }
@@ -130,6 +150,7 @@ func (d *watchdog) run() {
 	t.Stop()
 	for budget := range d.jobs {
 		start := cpuTime()
+		_, cycles, _ := heapState()
 		wait := min(budget/2, longJob)
 		long := false
 		for stopped := false; !stopped; {
@@ -141,6 +162,10 @@ func (d *watchdog) run() {
 			case <-t.C:
 				used := cpuTime() - start
 				if used >= budget {
+					if live, ok := d.liveOverHalf(cycles); ok {
+						fmt.Fprintf(os.Stderr, "worker: the job used %s of CPU time with a live heap of %d bytes, more than half its memory limit\n", used.Round(time.Millisecond), live)
+						os.Exit(exitMemory)
+					}
 					fmt.Fprintf(os.Stderr, "worker: the job used %s of CPU time, its limit\n", used.Round(time.Millisecond))
 					os.Exit(exitCPU)
 				}
@@ -168,4 +193,40 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// liveOverHalf reports whether the job's live heap is more than half the
+// memory budget, and its size. The collector measures the live heap: when
+// its last measure, taken since the job started, says so, it is; when the
+// heap's objects, live or not, fit in half the budget, it is not. In
+// between, the last measure may be older than the job's latest values,
+// and a collection measures them: it costs at most a mark of the budget,
+// for an answer that does not depend on when the collector last ran.
+func (d *watchdog) liveOverHalf(cyclesAtStart uint64) (uint64, bool) {
+	half := uint64(d.memory) / 2
+	live, cycles, objects := heapState()
+	if cycles > cyclesAtStart && live > half {
+		return live, true
+	}
+	if objects <= half {
+		return live, false
+	}
+	runtime.GC()
+	live, _, _ = heapState()
+	return live, live > half
+}
+
+// heapState reads the live heap as the last collection measured it, how
+// many collections have completed, and the bytes of the heap's objects,
+// live or not yet swept.
+func heapState() (live, cycles, objects uint64) {
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/cycles/total:gc-cycles"}, {Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	v := func(i int) uint64 {
+		if s[i].Value.Kind() == metrics.KindUint64 {
+			return s[i].Value.Uint64()
+		}
+		return 0
+	}
+	return v(0), v(1), v(2)
 }

@@ -191,7 +191,7 @@ func (p *Pool) Do(ctx context.Context, job Job) ([]byte, error) {
 		return nil, w.failure(err, job)
 	}
 	if status&replyRetiring != 0 {
-		w.end() // it ran long at a low priority, and will not serve again
+		w.end() // it ran long at a low priority, or grew big, and will not serve again
 	} else {
 		p.put(w)
 	}
@@ -395,7 +395,7 @@ func (w *proc) failure(ioErr error, job Job) error {
 		}
 		return &LimitError{Limit: "cpu", CPU: cpu}
 	}
-	if outOfMemory(last) {
+	if errors.As(err, &exit) && exit.ExitCode() == exitMemory || outOfMemory(last) {
 		return &LimitError{Limit: "memory", Bytes: w.budget}
 	}
 	detail := "it stopped answering"

@@ -20,6 +20,7 @@ const (
 const (
 	exitCPU      = 3 // an evaluation used up its CPU time
 	exitProtocol = 4 // the parent sent something that is not a frame
+	exitMemory   = 5 // an evaluation used up its CPU time at its memory limit
 )
 
 // Handler evaluates one job in a worker: payload in, reply out. An error is
@@ -105,7 +106,8 @@ func IsChild() bool { return os.Getenv(envChild) != "" }
 //
 //	uint32 length of what follows
 //	uint8  status: 0 the reply, 1 the handler's error message, with
-//	       replyRetiring set when the worker exits after this reply
+//	       replyRetiring set when the worker exits after this reply (its
+//	       job ran long, or grew its heap by more than half its budget)
 //	payload
 
 const (

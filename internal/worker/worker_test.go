@@ -30,7 +30,20 @@ var testHandlers = map[string]Handler{
 		n, _ := strconv.Atoi(string(p))
 		sink = make([]byte, n)
 		sink[n-1] = 1
+		sink = nil
 		return []byte("allocated"), nil
+	},
+	// steps allocates 1, 2, 4, ... MiB, each while the one before is
+	// live, up to the number of MiB in its payload.
+	"steps": func(p []byte) ([]byte, error) {
+		n, _ := strconv.Atoi(string(p))
+		var b []byte
+		for size := 1 << 20; size <= n<<20; size *= 2 {
+			c := make([]byte, size)
+			copy(c, b)
+			b = c
+		}
+		return []byte(strconv.Itoa(len(b))), nil
 	},
 	// double doubles a string until it is a terabyte long.
 	"double": func([]byte) ([]byte, error) {
@@ -63,6 +76,28 @@ var testHandlers = map[string]Handler{
 		return []byte("done"), nil
 	},
 	"pid": func([]byte) ([]byte, error) { return []byte(strconv.Itoa(os.Getpid())), nil },
+	// hold keeps the number of bytes in its payload live, in small
+	// objects the collector must trace, and allocates garbage forever:
+	// with the live heap at the memory limit, the collector runs without
+	// end and the job never gets past it.
+	"hold": func(p []byte) ([]byte, error) {
+		n, _ := strconv.Atoi(string(p))
+		type node struct {
+			next *node
+			pad  [48]byte
+		}
+		var live *node
+		for range n / 64 {
+			live = &node{next: live}
+		}
+		for {
+			sink = make([]byte, 1<<10)
+			if live == nil {
+				break
+			}
+		}
+		return nil, nil
+	},
 	// tellAndSpin writes its pid to the FIFO named by its payload, then
 	// spins forever.
 	"tellAndSpin": func(p []byte) ([]byte, error) {
@@ -334,5 +369,64 @@ func TestLongJobRetires(t *testing.T) {
 	after, _ := do(t, p, "pid", "", 0)
 	if first == after || p.Started() != 2 {
 		t.Errorf("the worker that ran long served again (pid %s, then %s; %d started)", first, after, p.Started())
+	}
+}
+
+// TestCPUAtTheMemoryBudgetIsMemory: a job whose live heap is over half
+// its budget when its CPU time runs out ran out of memory, not of CPU:
+// the collector runs as often as the memory limit makes it, and whether
+// an allocation fails first depends on how its work was scheduled.
+func TestCPUAtTheMemoryBudgetIsMemory(t *testing.T) {
+	p := newTestPool(t, Options{})
+	// Enough CPU time to build the heap, too little to reach the kernel's
+	// refusal most times: the race detector makes allocations slower.
+	cpu := 100 * time.Millisecond
+	if raceFactor > 1 {
+		cpu = 400 * time.Millisecond
+	}
+	for range 4 {
+		_, err := do(t, p, "hold", strconv.Itoa(44<<20), cpu)
+		wantLimit(t, err, "memory")
+		if le := err.(*LimitError); le.Bytes != 64<<20 {
+			t.Errorf("the error names %d bytes, want the budget", le.Bytes)
+		}
+	}
+	// With a live heap well under the budget, it is the CPU.
+	_, err := do(t, p, "hold", strconv.Itoa(8<<20), cpu)
+	wantLimit(t, err, "cpu")
+	_, err = do(t, p, "spin", "", 100*time.Millisecond)
+	wantLimit(t, err, "cpu")
+}
+
+// TestBigJobRetiresItsWorker: the Go runtime keeps the address space a
+// job's heap grew to, and what of it the next job can use depends on how
+// the job left it; a worker whose job grew its heap by more than half its
+// budget retires, so that the next job has its whole budget. Smaller jobs
+// keep their worker.
+func TestBigJobRetiresItsWorker(t *testing.T) {
+	p := newTestPool(t, Options{Max: 1})
+	pid := func() string {
+		t.Helper()
+		got, err := do(t, p, "pid", "", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	first := pid()
+	for range 3 {
+		if _, err := do(t, p, "steps", "4", 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if again := pid(); again != first || p.Started() != 1 {
+		t.Fatalf("small jobs ended their worker (pid %s, then %s; %d started)", first, again, p.Started())
+	}
+	// 1 + 2 + ... + 32 MiB, each allocated while the one before is live.
+	if got, err := do(t, p, "steps", "32", 0); err != nil || got != strconv.Itoa(32<<20) {
+		t.Fatalf("steps 32 = %q, %v", got, err)
+	}
+	if after := pid(); after == first || p.Started() != 2 {
+		t.Errorf("the worker whose job grew its heap to 63 MiB served again (pid %s, then %s; %d started)", first, after, p.Started())
 	}
 }

@@ -1,0 +1,49 @@
+package orchestrate
+
+import (
+	"slices"
+
+	"github.com/orchestra-mcp/orchestra/registry"
+)
+
+// allowedTools is a catalog narrowed to the tools allow accepts.
+type allowedTools struct {
+	Tools
+	allow func(name string) bool
+}
+
+func (t allowedTools) Lookup(name string) (registry.Tool, bool) {
+	if !t.allow(name) {
+		return registry.Tool{}, false
+	}
+	return t.Tools.Lookup(name)
+}
+
+func (t allowedTools) Names() []string {
+	return slices.DeleteFunc(t.Tools.Names(), func(n string) bool { return !t.allow(n) })
+}
+
+// Lower returns l with every limit o sets lower than l's taken from o: a
+// request or a tenant may lower the limits, never raise them.
+func (l Limits) Lower(o Limits) Limits {
+	low := func(p *int, v int) {
+		if v > 0 && v < *p {
+			*p = v
+		}
+	}
+	low(&l.MaxDepth, o.MaxDepth)
+	low(&l.MaxSteps, o.MaxSteps)
+	low(&l.MaxParallel, o.MaxParallel)
+	low(&l.MaxNesting, o.MaxNesting)
+	low(&l.MaxAttempts, o.MaxAttempts)
+	low(&l.MaxStepOutputBytes, o.MaxStepOutputBytes)
+	low(&l.MaxResponseBytes, o.MaxResponseBytes)
+	low(&l.MaxTemplates, o.MaxTemplates)
+	if o.StepTimeout > 0 && o.StepTimeout < l.StepTimeout {
+		l.StepTimeout = o.StepTimeout
+	}
+	if o.PlanTimeout > 0 && o.PlanTimeout < l.PlanTimeout {
+		l.PlanTimeout = o.PlanTimeout
+	}
+	return l
+}

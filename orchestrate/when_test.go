@@ -1,0 +1,174 @@
+package orchestrate
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestTruthy(t *testing.T) {
+	for _, tc := range []struct {
+		v    any
+		want bool
+	}{
+		{nil, false}, {false, false}, {0.0, false}, {"", false}, {[]any{}, false}, {map[string]any{}, false},
+		{true, true}, {1.0, true}, {-0.5, true}, {"no", true}, {[]any{nil}, true}, {map[string]any{"a": nil}, true},
+	} {
+		if got := truthy(tc.v); got != tc.want {
+			t.Errorf("truthy(%#v) = %v, want %v", tc.v, got, tc.want)
+		}
+	}
+}
+
+// reasonCodes returns "id=reason" for every skipped record with a reason.
+func reasonCodes(env *Envelope) []string {
+	var out []string
+	var walk func([]*StepRecord)
+	walk = func(rs []*StepRecord) {
+		for _, r := range rs {
+			if r.Reason != nil {
+				out = append(out, r.ID+"="+r.Reason.Code)
+			}
+			walk(r.Children)
+		}
+	}
+	walk(env.Artifact.Steps)
+	return out
+}
+
+// A step with when runs when the value is truthy and is skipped with the
+// reason condition_false when it is false or null; a skip is no failure.
+func TestWhen(t *testing.T) {
+	for _, tc := range []struct {
+		ok   string
+		runs bool
+	}{{`true`, true}, {`"yes"`, true}, {`false`, false}, {`null`, false}, {`0`, false}, {`[]`, false}} {
+		t.Run(tc.ok, func(t *testing.T) {
+			log := &callLog{}
+			te := newTestEngine(t, loopCatalog(t, log, nil, nil), Limits{})
+			env := te.Run(t.Context(), mustRequest(t, fmt.Sprintf(`{"plan":{"steps":[
+				{"id":"c","tool":"check","arguments":{"ok":%s}},
+				{"id":"r","when":"$c.output.ok","tool":"read","arguments":{"name":"x"}}]}}`, tc.ok)))
+			te.logs.checkFSM(t)
+			checkLifecycle(t, env, te.rec.calls())
+			if env.Artifact.Status != StatusSuccess || len(env.Artifact.Errors) != 0 {
+				t.Fatalf("status %s, errors %v", env.Artifact.Status, env.Artifact.Errors)
+			}
+			rec := env.Artifact.Steps[1]
+			if tc.runs {
+				if rec.Status != StatusSuccess || rec.Reason != nil {
+					t.Errorf("step r: %s, reason %+v", rec.Status, rec.Reason)
+				}
+				return
+			}
+			if rec.Status != StatusSkipped || rec.Reason == nil || rec.Reason.Code != CodeConditionFalse || rec.Error != nil || rec.StartedAt != nil {
+				t.Errorf("step r: %s, reason %+v, error %+v", rec.Status, rec.Reason, rec.Error)
+			}
+			if diff := cmp.Diff([]string{"check"}, log.names()); diff != "" {
+				t.Errorf("calls (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// The steps that need a skipped step's output are skipped with the same
+// reason, at any depth and in a dag; a step that refers to a conditional
+// step without a when of its own gets a plan-time warning.
+func TestWhenDependents(t *testing.T) {
+	for _, schedule := range []string{ScheduleSequential, ScheduleDAG} {
+		t.Run(schedule, func(t *testing.T) {
+			log := &callLog{}
+			te := newTestEngine(t, loopCatalog(t, log, nil, nil), Limits{})
+			env := te.Run(t.Context(), mustRequest(t, `{"plan":{"schedule":"`+schedule+`","steps":[
+				{"id":"c","tool":"check","arguments":{"ok":false}},
+				{"id":"b","when":"$c.output.ok","tool":"read","arguments":{"name":"x"}},
+				{"id":"dep","tool":"read","arguments":{"name":"$b.output.text"}},
+				{"id":"own","when":"$b.output.text","tool":"read","arguments":{"name":"y"}},
+				{"id":"g","parallel":[
+					{"id":"inner","tool":"read","arguments":{"name":"${b.output.text}!"}},
+					{"id":"free","tool":"read","arguments":{"name":"z"}}]},
+				{"id":"after","tool":"read","arguments":{"name":"$dep.output.text"}}]}}`))
+			te.logs.checkFSM(t)
+			checkLifecycle(t, env, te.rec.calls())
+			if env.Artifact.Status != StatusSuccess {
+				t.Fatalf("status %s: %s", env.Artifact.Status, env.JSON())
+			}
+			if diff := cmp.Diff([]string{"c=success", "b=skipped", "dep=skipped", "own=skipped", "g=success", "inner=skipped", "free=success", "after=skipped"}, stepStatuses(env)); diff != "" {
+				t.Errorf("statuses (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff([]string{"b=" + CodeConditionFalse, "dep=" + CodeConditionFalse, "own=" + CodeConditionFalse, "inner=" + CodeConditionFalse, "after=" + CodeConditionFalse}, reasonCodes(env)); diff != "" {
+				t.Errorf("reasons (-want +got):\n%s", diff)
+			}
+			if r := env.Artifact.Steps[2].Reason; !strings.Contains(r.Message, "step b") {
+				t.Errorf("dep's reason %q does not name b", r.Message)
+			}
+			var warned []string
+			for _, w := range env.Artifact.Warnings {
+				if w.Code == CodeConditional {
+					warned = append(warned, w.StepID)
+				}
+			}
+			if diff := cmp.Diff([]string{"dep", "inner"}, warned); diff != "" {
+				t.Errorf("conditional_reference warnings (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// when on a group skips the group and its children; when on a loop's body
+// skips the iterations whose element is falsy, which leave null.
+func TestWhenOnGroupAndLoop(t *testing.T) {
+	log := &callLog{}
+	te := newTestEngine(t, loopCatalog(t, log, nil, nil), Limits{})
+	env := te.Run(t.Context(), mustRequest(t, `{"plan":{"steps":[
+		{"id":"c","tool":"check","arguments":{"ok":null}},
+		{"id":"g","when":"$c.output.ok","parallel":[
+			{"id":"x","tool":"read","arguments":{"name":"x"}},
+			{"id":"y","tool":"read","arguments":{"name":"y"}}]},
+		{"id":"reads","for_each":[{"name":"a","keep":true},{"name":"b","keep":false},{"name":"c","keep":1}],
+		 "do":{"when":"$item.keep","tool":"read","arguments":{"name":"$item.name"}}},
+		{"id":"t","when":"$reads.output[1]","tool":"read","arguments":{"name":"never"}}]}}`))
+	te.logs.checkFSM(t)
+	checkLifecycle(t, env, te.rec.calls())
+	if env.Artifact.Status != StatusSuccess || len(env.Artifact.Errors) != 0 {
+		t.Fatalf("status %s: %s", env.Artifact.Status, env.JSON())
+	}
+	if diff := cmp.Diff([]string{"c=success", "g=skipped", "x=skipped", "y=skipped", "reads=success", "reads[0]=success", "reads[1]=skipped", "reads[2]=success", "t=skipped"}, stepStatuses(env)); diff != "" {
+		t.Errorf("statuses (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"g=" + CodeConditionFalse, "reads[1]=" + CodeConditionFalse, "t=" + CodeConditionFalse}, reasonCodes(env)); diff != "" {
+		t.Errorf("reasons (-want +got):\n%s", diff)
+	}
+	out := env.Artifact.Steps[2].Output.([]any)
+	if len(out) != 3 || out[0] == nil || out[1] != nil || out[2] == nil {
+		t.Errorf("loop output %v: want null where the condition was false", out)
+	}
+	if diff := cmp.Diff([]string{"check", "read", "read"}, log.names()); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+}
+
+// when must be one reference to something known before its step starts.
+func TestWhenPlanTime(t *testing.T) {
+	for _, tc := range []struct{ when, code string }{
+		{`yes`, CodeInvalidValue},
+		{`${c.output.ok} and more`, CodeInvalidValue},
+		{`$c.output.nope`, CodeFieldNotFound},
+		{`$later.output.ok`, CodeForwardRef},
+		{`$bindings.missing`, CodeUnknownBinding},
+	} {
+		t.Run(tc.when, func(t *testing.T) {
+			te := newTestEngine(t, loopCatalog(t, &callLog{}, nil, nil), Limits{})
+			env := te.Run(t.Context(), mustRequest(t, `{"plan":{"steps":[
+				{"id":"c","tool":"check","arguments":{"ok":true}},
+				{"id":"r","when":"`+tc.when+`","tool":"read","arguments":{"name":"x"}},
+				{"id":"later","tool":"check"}]}}`))
+			errs := env.Artifact.ValidationErrors
+			if len(errs) != 1 || errs[0].Code != tc.code || errs[0].Path != "plan.steps[1].when" {
+				t.Errorf("validation errors %s: want one %s at plan.steps[1].when", env.JSON(), tc.code)
+			}
+		})
+	}
+}

@@ -1,0 +1,70 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/orchestra-mcp/orchestra/config"
+	"github.com/orchestra-mcp/orchestra/llm"
+	"github.com/orchestra-mcp/orchestra/orchestrate"
+	"github.com/orchestra-mcp/orchestra/planner"
+	"github.com/orchestra-mcp/orchestra/registry"
+)
+
+// tenantPlanner is the planner of a tenant's prompts: offered only the
+// tenant's tools, asking the tenant's model when it has one (the global
+// model, or the client's through sampling, otherwise).
+type tenantPlanner struct {
+	base  *planner.Planner
+	model llm.Model
+}
+
+// newTenantPlanners builds the planner of every tenant.
+func newTenantPlanners(cfg *config.Config, cat *registry.Catalog, engine *orchestrate.Engine, forbidden func(string) bool, global *plannerSetup, log *slog.Logger) (map[string]*tenantPlanner, error) {
+	out := map[string]*tenantPlanner{}
+	for name, t := range cfg.Tenants {
+		tp := &tenantPlanner{model: global.model}
+		if pc := t.Planner; pc != nil && pc.Provider != llm.ProviderSampling {
+			m, err := llm.New(*pc, llm.Options{Logger: log})
+			if err != nil {
+				return nil, fmt.Errorf("tenants.%s.planner: %w", name, err)
+			}
+			tp.model = m
+		}
+		t := t
+		tp.base = planner.New(planner.Options{
+			Catalog:      cat,
+			Engine:       engine,
+			Model:        tp.model,
+			Forbidden:    func(n string) bool { return forbidden(n) || !allowTool(t, n) },
+			Attempts:     cfg.Limits.PlannerAttempts,
+			MaxToolSteps: cfg.Limits.MaxToolSteps,
+			Logger:       log.With("tenant", name),
+		})
+		out[name] = tp
+	}
+	return out, nil
+}
+
+// plannerFor returns the planner and model of req's caller: its tenant's,
+// or the global ones.
+func (a *App) plannerFor(req *mcp.CallToolRequest) (*planner.Planner, llm.Model) {
+	if req != nil && req.Extra != nil {
+		if tp, ok := a.tenantPlanners[tenantOf(req.Extra.TokenInfo)]; ok {
+			return tp.base, tp.model
+		}
+	}
+	return a.planner.base, a.planner.model
+}
+
+// planningDisabled answers a prompt from a tenant whose planning_enabled
+// is false.
+func planningDisabled(ctx context.Context, e *orchestrate.Engine) *mcp.CallToolResult {
+	return orchestrate.Result(e.Reject(ctx, []*orchestrate.Issue{{
+		Code:    "planning_disabled",
+		Message: "planning is disabled for your tenant (planning_enabled: false): send a plan instead of a prompt",
+	}}))
+}
