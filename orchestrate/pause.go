@@ -578,3 +578,37 @@ func (r *run) noPauseIssues() []*Issue {
 	}
 	return out
 }
+
+// loopIssues refuses the tool steps of loop bodies that may pause: a
+// loop's iterations cannot wait for the client.
+func (r *run) loopIssues() []*Issue {
+	var out []*Issue
+	var body func(s *Step)
+	body = func(s *Step) {
+		if s.IsGroup() || s.IsLoop() {
+			for _, c := range s.children() {
+				body(c)
+			}
+			return
+		}
+		if is := r.clientInLoop(s, "a for_each loop's iteration"); is != nil {
+			out = append(out, is)
+		}
+	}
+	for _, s := range r.plan.All() {
+		if s.IsLoop() && (s.parent == nil || !inLoop(s)) {
+			body(s.Do)
+		}
+	}
+	return out
+}
+
+// inLoop reports whether s is in the body of a loop.
+func inLoop(s *Step) bool {
+	for p := s.parent; p != nil; p = p.parent {
+		if p.IsLoop() {
+			return true
+		}
+	}
+	return false
+}

@@ -402,3 +402,14 @@ func TestStoppedRunsDoNotPause(t *testing.T) {
 		})
 	}
 }
+
+// A loop's iterations cannot pause: a client tool in a for_each body is
+// refused at plan time with client_in_loop.
+func TestClientToolInLoopIsRefused(t *testing.T) {
+	e := newTestEngine(t, pauseCatalog(t, &callLog{}), Limits{})
+	env := e.Run(t.Context(), mustRequest(t, `{"client_tools": [`+editTool+`], "plan": {"steps": [
+		{"id": "r", "for_each": ["a", "b"], "as": "f", "do": {"tool": "edit", "arguments": {"path": "$f", "text": "x"}}}]}}`))
+	if v := env.Artifact.ValidationErrors; len(v) != 1 || v[0].Code != CodeClientInLoop {
+		t.Fatalf("%s", env.JSON())
+	}
+}

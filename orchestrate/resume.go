@@ -157,7 +157,7 @@ func (r *run) restore() {
 	defer r.mu.Unlock()
 	for _, s := range r.plan.Leaves() {
 		old, ok := r.ps.reuse[s.ID]
-		if !ok || old.Tool != s.Tool {
+		if !ok || old.Tool != s.Tool || inLoop(s) { // a loop runs again in full
 			continue
 		}
 		rec := r.records[s]

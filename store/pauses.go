@@ -75,7 +75,7 @@ func (s *Store) Claim(ctx context.Context, execID string, claims int, event stri
 	if event != "resumed" && event != "expired" {
 		return fmt.Errorf("claiming run %s: unknown event %q", execID, event)
 	}
-	w := &claimWrite{db: s.writer, id: execID, claims: claims, event: event, detail: detail, at: s.now(), instance: s.instance}
+	w := &claimWrite{db: s.writer, id: execID, claims: claims, event: event, detail: detail, at: s.now(), instance: s.instance, lease: s.leaseUntil()}
 	return s.do(ctx, w)
 }
 
@@ -229,6 +229,7 @@ type claimWrite struct {
 	detailText sql.NullString
 	at         time.Time
 	instance   string
+	lease      sql.NullInt64 // on PostgreSQL: the claimed run's lease, so no replica takes it for lapsed
 }
 
 func (w *claimWrite) String() string { return "resuming run " + w.id }
@@ -254,8 +255,8 @@ func (w *claimWrite) apply(ctx context.Context, tx *sql.Tx, _ *statements) error
 		}
 		// Running again, here: crash recovery finds it under this
 		// instance, and its end is written by this process.
-		if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = 'running', instance = ?, finished_at = NULL, error = '', envelope = NULL
-			WHERE exec_id = ?`, w.instance, w.id); err != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = 'running', instance = ?, lease_until = ?, finished_at = NULL, error = '', envelope = NULL
+			WHERE exec_id = ?`, w.instance, w.lease, w.id); err != nil {
 			return fmt.Errorf("%s: %w", w, err)
 		}
 		if err := addPauseEvent(ctx, tx, w.id, w.event, w.at, w.detailText); err != nil {
