@@ -5,6 +5,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/orchestra-mcp/orchestra/internal/pgtest"
 )
 
 // A paused run outlives its store: Close does not interrupt it, the next
@@ -116,5 +118,49 @@ func TestListPausedRuns(t *testing.T) {
 		if err != nil || len(runs) != 1 || runs[0].ExecID != want {
 			t.Errorf("List(%s) = %+v, %v; want %s", status, runs, err, want)
 		}
+	}
+}
+
+// On a shared PostgreSQL database a paused run outlives its replica: a
+// lapsed lease does not interrupt it, another replica claims it once and
+// reads it as paused before.
+func TestPausedRunOnPostgres(t *testing.T) {
+	url := pgtest.URL(t)
+	ctx := t.Context()
+	clk := newClock()
+	a := openTest(t, url, Options{Now: clk.Now, Lease: time.Minute})
+	b := openTest(t, url, Options{Now: clk.Now, Lease: time.Minute})
+	if err := a.StartRun(ctx, Run{ExecID: "p1", Tool: "cli"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.QueueKeepRequest(ctx, "p1", []byte(`{"plan":{"steps":[]}}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Pause(ctx, "p1", []byte(`{"plan":{"steps":[]}}`), []byte(`[{"step":"e"}]`), clk.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Hour / 2)
+	if n, err := b.interruptLapsed(ctx); err != nil || n != 0 {
+		t.Fatalf("a sweep interrupted %d paused runs, %v", n, err)
+	}
+	res, err := b.ResumableIn(ctx, Scope{}, "p1")
+	if err != nil || !res.Paused || res.Run.Status != StatusPaused {
+		t.Fatalf("read from another replica: %+v, %v", res, err)
+	}
+	if runs, _, err := b.List(ctx, ListOptions{Status: StatusPaused}); err != nil || len(runs) != 1 {
+		t.Errorf("List(paused) = %v, %v", runs, err)
+	}
+	if err := b.Claim(ctx, "p1", res.Claims, "resumed", []byte(`["e"]`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Claim(ctx, "p1", res.Claims, "resumed", nil); !errors.Is(err, ErrClaimed) {
+		t.Errorf("a second claim: %v, want ErrClaimed", err)
+	}
+	if n, err := a.interruptLapsed(ctx); err != nil || n != 0 {
+		t.Errorf("the claimed run was taken for lapsed: %d, %v", n, err)
+	}
+	hist, err := a.Pauses(ctx, "p1")
+	if err != nil || len(hist) != 2 {
+		t.Errorf("history %+v, %v", hist, err)
 	}
 }
