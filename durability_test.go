@@ -66,7 +66,9 @@ func TestAnsweredRunsSurviveSIGKILL(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	_ = cmd.Wait()
+	// Closing the session waits for the killed process (the transport owns
+	// cmd.Wait: calling it here too would race with it).
+	_ = cs.Close()
 
 	s, err := store.Open(t.Context(), db, store.Options{})
 	if err != nil {

@@ -33,8 +33,10 @@ fail() {
 
 # The release binary's size budget in bytes (see BENCHMARKS.md, "Binary
 # size"): what the build measures now plus a little room, so that a
-# dependency that adds megabytes fails here.
-max_size=${ORCHESTRA_MAX_BINARY_BYTES:-49000000}
+# dependency that adds megabytes fails here. Raised from 49,000,000 by the
+# 4.1 MB that PostgreSQL (pgx, with its type system and pool) and JWT
+# checking (golang-jwt) add: several replicas and OAuth need them.
+max_size=${ORCHESTRA_MAX_BINARY_BYTES:-53100000}
 
 npm_packages() {
   (cd packaging/mcpb && npm ci --no-audit --no-fund --loglevel=error)

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -185,5 +186,55 @@ func TestEnvExpansionKeepsStrings(t *testing.T) {
 	c := mustParse(t, "builtins:\n  http_request:\n    allowed_hosts:\n      - ${A}\n      - \"${B}\"\n", env(map[string]string{"A": "true", "B": "42"}))
 	if diff := cmp.Diff([]string{"true", "42"}, c.Builtins.HTTP.AllowedHosts); diff != "" {
 		t.Errorf("allowed_hosts (-want +got):\n%s", diff)
+	}
+}
+
+// TestIdentityExample parses the README's example of tokens, a JWT and
+// tenants, and refuses what it must.
+func TestIdentityExample(t *testing.T) {
+	const example = `
+mcpServers:
+  search: {command: search-server}
+server:
+  auth:
+    tokens:
+      - {name: alice, token_env: ALICE_TOKEN}
+      - {name: ci, token_file: /run/secrets/ci-token}
+    jwt:
+      issuer: https://auth.example.com
+      audience: https://orchestra.example.com/mcp
+      jwks_url: https://auth.example.com/.well-known/jwks.json
+      required_scopes: [orchestra:run]
+tenants:
+  research:
+    match: {tokens: [alice]}
+    tools: ["render", "json_query", "filesystem__read_*"]
+    limits: {max_steps: 6, plan_timeout: 1m}
+  partners:
+    match: {claims: {org: partner-co}}
+    servers: [search]
+    planning_enabled: false
+store:
+  url: postgres://orchestra@db.internal:5432/orchestra
+  lease: 30s
+`
+	c, err := config.Parse([]byte(example), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Tenants["partners"].Planning() || !c.Tenants["research"].Planning() || c.Store.Path != c.Store.URL || c.Store.Lease.D() != 30*time.Second {
+		t.Errorf("parsed %+v %+v", c.Tenants, c.Store)
+	}
+	for _, bad := range []struct{ yaml, want string }{
+		{"tenants: {a: {match: {tokens: [nobody]}}}", "not in server.auth.tokens"},
+		{"server: {auth: {tokens: [{name: a, token_env: A}]}}\ntenants: {a: {match: {tokens: [a]}, limits: {max_steps: 1000}}}", "may only lower"},
+		{"tenants: {a: {match: {claims: {org: x}}}}", "needs server.auth.jwt"},
+		{"server: {auth: {jwt: {issuer: x}}}", "needs issuer, audience and jwks_url"},
+		{"store: {url: mysql://x}", "postgres://"},
+		{"server: {auth: {tokens: [{name: a}]}}", "exactly one of token_env and token_file"},
+	} {
+		if _, err := config.Parse([]byte(bad.yaml), func(string) (string, bool) { return "", false }); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%s: %v, want an error with %q", bad.yaml, err, bad.want)
+		}
 	}
 }

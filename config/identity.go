@@ -62,8 +62,6 @@ type Tenant struct {
 	Planner *llm.Config `yaml:"planner,omitempty" json:"planner,omitempty"`
 	// PlanningEnabled false refuses the tenant's prompts: it must send plans.
 	PlanningEnabled *bool `yaml:"planning_enabled,omitempty" json:"planning_enabled,omitempty"`
-	// RateLimit replaces server.rate_limit for the tenant's callers.
-	RateLimit *RateLimit `yaml:"rate_limit,omitempty" json:"rate_limit,omitempty"`
 }
 
 // TenantMatch recognises a tenant's callers: by the name of their static
@@ -185,7 +183,14 @@ func (c *Config) checkTenantLimits(at string, tl TenantLimits) []string {
 	check("max_step_output_bytes", int64(l.MaxStepOutputBytes), int64(g.MaxStepOutputBytes))
 	check("max_response_bytes", int64(l.MaxResponseBytes), int64(g.MaxResponseBytes))
 	check("max_templates", int64(l.MaxTemplates), int64(g.MaxTemplates))
+	check("max_argument_bytes", int64(l.MaxArgumentBytes), int64(g.MaxArgumentBytes))
+	check("max_run_bytes", int64(l.MaxRunBytes), int64(g.MaxRunBytes))
+	check("max_iterations", int64(l.MaxIterations), int64(g.MaxIterations))
+	check("max_tool_calls", int64(l.MaxToolCalls), int64(g.MaxToolCalls))
 	check("max_concurrent_plans", int64(tl.MaxConcurrentPlans), int64(gPlans))
+	if l.MaxMemoryBytes != 0 {
+		problems = append(problems, at+".limits.max_memory_bytes cannot be set: it bounds the whole process, not a tenant's runs")
+	}
 	return problems
 }
 

@@ -361,3 +361,11 @@ func TestForEachNested(t *testing.T) {
 		t.Errorf("output %s, want %s", got, want)
 	}
 }
+
+// A tenant or a request may lower the loop limits, never raise them.
+func TestLowerLoopLimits(t *testing.T) {
+	got := DefaultLimits().Lower(Limits{MaxIterations: 5, MaxToolCalls: 500})
+	if got.MaxIterations != 5 || got.MaxToolCalls != 100 {
+		t.Errorf("max_iterations %d, max_tool_calls %d; want 5 and 100", got.MaxIterations, got.MaxToolCalls)
+	}
+}

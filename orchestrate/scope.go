@@ -39,6 +39,10 @@ func (l Limits) Lower(o Limits) Limits {
 	low(&l.MaxStepOutputBytes, o.MaxStepOutputBytes)
 	low(&l.MaxResponseBytes, o.MaxResponseBytes)
 	low(&l.MaxTemplates, o.MaxTemplates)
+	low(&l.MaxArgumentBytes, o.MaxArgumentBytes)
+	low(&l.MaxRunBytes, o.MaxRunBytes)
+	low(&l.MaxIterations, o.MaxIterations)
+	low(&l.MaxToolCalls, o.MaxToolCalls)
 	if o.StepTimeout > 0 && o.StepTimeout < l.StepTimeout {
 		l.StepTimeout = o.StepTimeout
 	}

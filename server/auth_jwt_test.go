@@ -222,3 +222,39 @@ func TestJWKSFetchHoldsNoLock(t *testing.T) {
 		t.Errorf("a known key during a fetch: %v", err)
 	}
 }
+
+// TestJWTTenantByClaims: a JWT's claims choose its tenant; claims that
+// match no tenant are refused with 403.
+func TestJWTTenantByClaims(t *testing.T) {
+	is := newIssuer(t)
+	k1 := newRSAKey(t)
+	is.publish(map[string]*rsa.PrivateKey{"k1": k1})
+	auth := config.Auth{JWT: &config.JWT{Issuer: testIssuer, Audience: testAudience, JWKSURL: is.srv.URL}}
+	s, err := loadTokens(auth, func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.tenants = newTenantTable(map[string]config.Tenant{
+		"partners": {Match: config.TenantMatch{Claims: map[string]string{"org": "partner-co"}}},
+		"admins":   {Match: config.TenantMatch{Claims: map[string]string{"groups": "admin"}}},
+	})
+	for _, tc := range []struct {
+		claim  func(jwt.MapClaims)
+		tenant string
+	}{
+		{func(c jwt.MapClaims) { c["org"] = "partner-co" }, "partners"},
+		{func(c jwt.MapClaims) { c["groups"] = []any{"dev", "admin"} }, "admins"},
+		{func(c jwt.MapClaims) { c["org"] = "someone-else" }, ""},
+	} {
+		ti, err := s.verify(context.Background(), sign(t, "k1", k1, claims(tc.claim)))
+		if tc.tenant == "" {
+			if ae, ok := err.(*authError); !ok || ae.status != http.StatusForbidden {
+				t.Errorf("claims matching no tenant: %v, want 403", err)
+			}
+			continue
+		}
+		if err != nil || tenantOf(ti) != tc.tenant || ti.UserID != "user-123" {
+			t.Errorf("want tenant %s: %+v, %v", tc.tenant, ti, err)
+		}
+	}
+}

@@ -55,6 +55,12 @@ func TestEnvelopesMatchTheOutputSchema(t *testing.T) {
 		{"rejected", map[string]any{"plan": 5}, "failed"},
 		{"dry_run", map[string]any{"dry_run": true, "plan": map[string]any{"steps": []any{jq("a", 1)}}}, "success"},
 		{"direct_response", map[string]any{"plan": map[string]any{"type": "direct_response", "content": "Hello."}}, "success"},
+		{"loop and condition", map[string]any{"plan": map[string]any{"steps": []any{
+			map[string]any{"id": "l", "for_each": []any{1, 0, 2}, "do": map[string]any{"when": "$item", "tool": "json_query", "arguments": map[string]any{"query": ". * 2", "input": "$item"}}},
+			map[string]any{"when": "$l.output[1]", "tool": "json_query", "arguments": map[string]any{"query": ".", "input": 1}}}}}, "success"},
+		{"loop over its limit", map[string]any{"plan": map[string]any{"steps": []any{
+			map[string]any{"id": "a", "tool": "json_query", "arguments": map[string]any{"query": "[range(70)]", "input": nil}},
+			map[string]any{"for_each": "$a.output.result", "do": map[string]any{"tool": "json_query", "arguments": map[string]any{"query": ".", "input": "$item"}}}}}}, "failed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res, env := callPlan(t, cs, &mcp.CallToolParams{Name: "agent_orchestrate", Arguments: tc.args})

@@ -69,7 +69,8 @@ type App struct {
 	planner *plannerSetup
 	// tenantPlanners are the planners of the tenants' prompts, by tenant.
 	tenantPlanners map[string]*tenantPlanner
-	tokens         *tokenSet // nil without HTTP authentication
+	tenantRunning  tenantPlans // each tenant's running plans
+	tokens         *tokenSet   // nil without HTTP authentication
 	store          *store.Store
 	tel            *telemetry.Telemetry
 	secrets        []string // never logged to clients

@@ -7,6 +7,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -195,4 +196,31 @@ func (a *App) tenantTools(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		return res, err
 	}
+}
+
+// tenantPlans counts the running plans of each tenant, for its
+// limits.max_concurrent_plans.
+type tenantPlans struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+// tryAdd counts one more plan of tenant unless it runs limit already.
+func (tp *tenantPlans) tryAdd(tenant string, limit int) bool {
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	if tp.n == nil {
+		tp.n = map[string]int{}
+	}
+	if tp.n[tenant] >= limit {
+		return false
+	}
+	tp.n[tenant]++
+	return true
+}
+
+func (tp *tenantPlans) done(tenant string) {
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	tp.n[tenant]--
 }

@@ -188,3 +188,67 @@ func TestOperatorTokenSeesEveryTool(t *testing.T) {
 		}
 	}
 }
+
+// TestTenantConcurrentPlans: a tenant's max_concurrent_plans refuses its
+// next plan with busy while the others' still run.
+func TestTenantConcurrentPlans(t *testing.T) {
+	pa := &probe{block: make(chan struct{}), started: make(chan struct{}, 1)}
+	pb := &probe{}
+	cfg := tenantConfig(t)
+	a := cfg.Tenants["a"]
+	a.Limits.MaxConcurrentPlans = 1
+	cfg.Tenants["a"] = a
+	app := newApp(t, cfg, pa.tool(t, "a_probe"), pb.tool(t, "b_probe"))
+	srv := httptest.NewServer(app.HTTPHandler(server.HTTPOptions{}))
+	t.Cleanup(srv.Close)
+	alice, bob := connectAs(t, srv, "alice-secret-token"), connectAs(t, srv, "bob-secret-token")
+
+	first := make(chan *servertest.Envelope, 1)
+	go func() {
+		res, err := alice.CallTool(t.Context(), &mcp.CallToolParams{Name: "agent_orchestrate", Arguments: probePlan("a_probe", "first")})
+		if err != nil {
+			first <- nil
+			return
+		}
+		var env servertest.Envelope
+		data, _ := json.Marshal(res.StructuredContent)
+		json.Unmarshal(data, &env)
+		first <- &env
+	}()
+	<-pa.started
+	_, env := servertest.Call(t, alice, probePlan("a_probe", "second"), nil)
+	if len(env.Artifact.ValidationErrors) == 0 || env.Artifact.ValidationErrors[0].Code != "busy" {
+		t.Errorf("alice's second plan: %+v; want busy", env.Artifact)
+	}
+	if _, env := servertest.Call(t, bob, probePlan("b_probe", "x"), nil); !env.Artifact.Success {
+		t.Errorf("bob's plan while alice's runs: %+v", env.Artifact)
+	}
+	close(pa.block)
+	if env := <-first; env == nil || !env.Artifact.Success {
+		t.Errorf("alice's first plan: %+v", env)
+	}
+}
+
+// TestTenantLimits: a tenant's lower max_steps refuses its longer plan at
+// plan time, while another tenant keeps the global limit.
+func TestTenantLimits(t *testing.T) {
+	pa, pb := &probe{}, &probe{}
+	cfg := tenantConfig(t)
+	a := cfg.Tenants["a"]
+	a.Limits.MaxSteps = 1
+	cfg.Tenants["a"] = a
+	app := newApp(t, cfg, pa.tool(t, "a_probe"), pb.tool(t, "b_probe"))
+	srv := httptest.NewServer(app.HTTPHandler(server.HTTPOptions{}))
+	t.Cleanup(srv.Close)
+	two := func(tool string) map[string]any {
+		step := map[string]any{"tool": tool, "arguments": map[string]any{"label": "x"}}
+		return map[string]any{"plan": map[string]any{"steps": []any{step, step}}}
+	}
+	_, env := servertest.Call(t, connectAs(t, srv, "alice-secret-token"), two("a_probe"), nil)
+	if len(env.Artifact.ValidationErrors) == 0 || env.Artifact.ValidationErrors[0].Code != "too_many_steps" || pa.calls.Load() != 0 {
+		t.Errorf("tenant a's two-step plan: %+v, %d calls; want too_many_steps before any call", env.Artifact.ValidationErrors, pa.calls.Load())
+	}
+	if _, env := servertest.Call(t, connectAs(t, srv, "bob-secret-token"), two("b_probe"), nil); !env.Artifact.Success {
+		t.Errorf("tenant b's two-step plan: %+v", env.Artifact)
+	}
+}

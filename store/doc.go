@@ -16,9 +16,17 @@
 // database. Old runs are deleted according to a [Retention] policy, and the
 // schema is migrated by numbered, embedded SQL files.
 //
+// A store whose path is a postgres:// URL (see [IsPostgres]) keeps the
+// same records in PostgreSQL, through pgx, with the same SQL and twin
+// migrations (migrations/postgres), so that several replicas share them.
+// There, crash recovery is by lease: a replica renews the lease of the runs
+// it executes, and another marks a run interrupted only once its lease
+// lapsed ([Options.Lease]).
+//
 // A run has an owner, who started it (an HTTP client's credential, or ""
 // for the machine's own callers). Reads within an owner's [Scope] see only
-// that owner's runs; the zero Scope sees every run.
+// that owner's runs, within a [TenantScope] only that tenant's; the zero
+// Scope sees every run.
 //
 //	s, err := store.Open(ctx, store.Memory, store.Options{Retention: store.Retention{MaxRuns: 1000}})
 //	if err != nil {
