@@ -236,9 +236,10 @@ var matrixPlan = map[string]any{
 	"bindings": map[string]any{"who": "matrix"},
 }
 
-// checkPlanResult checks a plan's structured content and its two text
-// blocks, the second the same envelope as JSON.
-func checkPlanResult(isError bool, structured any, texts []string) error {
+// checkPlanResult checks a plan's structured content and its text blocks:
+// the summary, then, for a client of a version before structured content,
+// the same envelope as JSON.
+func checkPlanResult(version string, isError bool, structured any, texts []string) error {
 	data, _ := json.Marshal(structured)
 	var env struct {
 		ArtifactID string `json:"artifact_id"`
@@ -257,8 +258,15 @@ func checkPlanResult(isError bool, structured any, texts []string) error {
 	if isError || env.Artifact.Status != "success" || len(env.Artifact.Steps) != 1 || env.Artifact.Steps[0].Output.Text != "hello matrix" {
 		return fmt.Errorf("the plan did not run: %s", data)
 	}
-	if len(texts) != 2 || !json.Valid([]byte(texts[1])) || !strings.Contains(texts[1], env.ArtifactID) {
-		return fmt.Errorf("want two text blocks, the second the envelope as JSON: %q", texts)
+	// The compact response is one text block; a client older than
+	// structured content also gets the envelope as JSON in a second one.
+	switch {
+	case len(texts) == 2 && (!json.Valid([]byte(texts[1])) || !strings.Contains(texts[1], env.ArtifactID)):
+		return fmt.Errorf("the second text block is not the envelope as JSON: %q", texts)
+	case len(texts) == 1 && version < "2025-06-18":
+		return fmt.Errorf("a %s client gets no JSON text block: %q", version, texts)
+	case len(texts) != 1 && len(texts) != 2:
+		return fmt.Errorf("want one or two text blocks: %q", texts)
 	}
 	return nil
 }
@@ -302,7 +310,8 @@ func goSDKClient() matrixClient {
 					texts = append(texts, tc.Text)
 				}
 			}
-			return cs.InitializeResult().ProtocolVersion, checkPlanResult(res.IsError, res.StructuredContent, texts)
+			v := cs.InitializeResult().ProtocolVersion
+			return v, checkPlanResult(v, res.IsError, res.StructuredContent, texts)
 		},
 		cancel: func(ctx context.Context, target matrixTarget) error {
 			started := make(chan struct{}, 1)
@@ -397,7 +406,8 @@ func mcpGoClient() matrixClient {
 					texts = append(texts, tc.Text)
 				}
 			}
-			return c.ProtocolVersion(), checkPlanResult(res.IsError, res.StructuredContent, texts)
+			v := c.ProtocolVersion()
+			return v, checkPlanResult(v, res.IsError, res.StructuredContent, texts)
 		},
 		cancel: func(ctx context.Context, target matrixTarget) error {
 			c, err := connect(ctx, target, "")

@@ -14,9 +14,11 @@
 // DAGs), fanout (a group of N sleeping children), e2e (a 12-step plan over
 // MCP stdio against the same calls made directly), model (ReAct against
 // plan-execute-respond on the NESTFUL sequences with a simulated model) and
-// http (a trivial plan against a bare tool over Streamable HTTP) and
-// loop (listing 20 files, reading each and writing a report, as one
-// orchestra call with for_each against a ReAct loop).
+// http (a trivial plan against a bare tool over Streamable HTTP), loop
+// (listing 20 files, reading each and writing a report, as one orchestra
+// call with for_each against a ReAct loop) and slop (12 echo calls as one
+// orchestra plan against slop-mcp's run_slop, with slop-mcp installed by
+// `npm ci` in bench/slop).
 //
 // Nothing here asserts a time: it measures and reports. Compare ratios
 // within one run; the machine may be shared.
@@ -47,6 +49,7 @@ type options struct {
 	only         map[string]bool
 	seed         uint64
 	modelLatency time.Duration
+	tokenLatency time.Duration
 	toolLatency  time.Duration
 	tasks        int
 	nestful      string
@@ -65,6 +68,7 @@ var sections = []struct {
 	{"model", modelRoundTrips},
 	{"http", httpThroughput},
 	{"loop", loopJob},
+	{"slop", slopPeer},
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -76,6 +80,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	only := fs.String("only", "", "run only these comma-separated `sections`: "+sectionNames())
 	fs.Uint64Var(&c.seed, "seed", 1, "seed of the random DAGs")
 	fs.DurationVar(&c.modelLatency, "model-latency", 800*time.Millisecond, "latency of one simulated model call (quick mode divides it by 100)")
+	fs.DurationVar(&c.tokenLatency, "token-latency", 10*time.Millisecond, "latency of each output token of a simulated model call, on top of -model-latency (quick mode divides it by 100)")
 	fs.DurationVar(&c.toolLatency, "tool-latency", 50*time.Millisecond, "latency of one tool call in the model section (quick mode divides it by 100)")
 	fs.IntVar(&c.tasks, "tasks", 0, "NESTFUL tasks to run in the model section; 0 means all (quick: 20)")
 	fs.StringVar(&c.nestful, "nestful", "", "the NESTFUL `dir`; default ../shared/datasets/nestful next to orchestra's module")
@@ -102,6 +107,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if c.quick {
 		c.modelLatency /= 100
+		c.tokenLatency /= 100
 		c.toolLatency /= 100
 		if c.tasks == 0 {
 			c.tasks = 20

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,26 +29,28 @@ func tokens(v any) int {
 	return (len(data) + 3) / 4
 }
 
-// simModel is a model with a fixed latency per call. answer writes the
-// answer; the usage is counted from the real request and answer.
+// simModel is a model with a latency per call and per output token, as a
+// provider's is: the call's fixed cost (network, prompt processing) and
+// the time to write the answer. answer writes the answer; the usage is
+// counted from the real request and answer.
 type simModel struct {
-	latency time.Duration
-	answer  func(req *llm.Request) *llm.Response
+	latency, perToken time.Duration
+	answer            func(req *llm.Request) *llm.Response
 }
 
 func (m *simModel) Name() string { return "simulated" }
 
 func (m *simModel) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
-	t := time.NewTimer(m.latency)
+	resp := m.answer(req)
+	resp.Usage = llm.Usage{InputTokens: tokens(req), OutputTokens: tokens(resp.Text) + tokens(resp.ToolCalls)}
+	resp.Model = "simulated"
+	t := time.NewTimer(m.latency + time.Duration(resp.Usage.OutputTokens)*m.perToken)
 	defer t.Stop()
 	select {
 	case <-t.C:
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	resp := m.answer(req)
-	resp.Usage = llm.Usage{InputTokens: tokens(req), OutputTokens: tokens(resp.Text) + tokens(resp.ToolCalls)}
-	resp.Model = "simulated"
 	return resp, nil
 }
 
@@ -83,7 +86,7 @@ func finalAnswer(goal string) string {
 // tool call, each with the whole conversation so far, then one call for the
 // answer. The model "decides" the gold calls, with the arguments the gold
 // plan resolved to.
-func react(ctx context.Context, lat time.Duration, s nestful.Sample, tools map[string]registry.Tool, gold []*orchestrate.StepRecord) (taskResult, error) {
+func react(ctx context.Context, c *options, s nestful.Sample, tools map[string]registry.Tool, gold []*orchestrate.StepRecord) (taskResult, error) {
 	var defs []llm.ToolDef
 	for _, name := range s.ToolNames {
 		if name == nestful.ResultTool {
@@ -98,7 +101,7 @@ func react(ctx context.Context, lat time.Duration, s nestful.Sample, tools map[s
 	var res taskResult
 	msgs := []llm.Message{{Role: llm.RoleUser, Content: s.Input}}
 	next := 0
-	m := &simModel{latency: lat, answer: func(req *llm.Request) *llm.Response {
+	m := &simModel{latency: c.modelLatency, perToken: c.tokenLatency, answer: func(req *llm.Request) *llm.Response {
 		for next < len(gold) && gold[next].Tool == nestful.ResultTool {
 			next++
 		}
@@ -140,13 +143,13 @@ func react(ctx context.Context, lat time.Duration, s nestful.Sample, tools map[s
 	return res, nil
 }
 
-// orchestra runs a task through the prompt path: the planner (one model
-// call, answered with the gold plan through __planning__), the engine, and
-// the answer (one more call).
-func orchestraTask(ctx context.Context, lat time.Duration, s nestful.Sample, tools []registry.Tool, planJSON []byte) (taskResult, error) {
+// orchestraTask runs a task through the prompt path: the planner (one
+// model call, answered with planJSON through __planning__), the engine,
+// and, unless the plan's answer renders, the answer (one more call).
+func orchestraTask(ctx context.Context, c *options, s nestful.Sample, tools []registry.Tool, planJSON []byte) (taskResult, error) {
 	cat := registry.NewCatalog(tools...)
 	e := orchestrate.NewEngine(orchestrate.Options{Tools: cat, Limits: orchestrate.Limits{MaxSteps: 64, MaxTemplates: 4096}})
-	m := &simModel{latency: lat, answer: func(req *llm.Request) *llm.Response {
+	m := &simModel{latency: c.modelLatency, perToken: c.tokenLatency, answer: func(req *llm.Request) *llm.Response {
 		if len(req.Tools) > 0 && req.Tools[0].Name == planner.ToolName {
 			return &llm.Response{ToolCalls: []llm.ToolCall{{ID: "plan", Name: planner.ToolName, Arguments: planJSON}}, StopReason: llm.StopToolUse}
 		}
@@ -164,6 +167,42 @@ func orchestraTask(ctx context.Context, lat time.Duration, s nestful.Sample, too
 		return taskResult{}, fmt.Errorf("the plan did not succeed: %s %v %v", a.Status, a.Errors, a.ValidationErrors)
 	}
 	return taskResult{calls: a.Planner.ModelCalls, tokensIn: a.Planner.InputTokens, tokensOut: a.Planner.OutputTokens, wall: wall}, nil
+}
+
+// withAnswer returns the plan with an answer written the way the ReAct
+// model's final answer is, the results interpolated from the last step's
+// output, and schedule set when it is not empty.
+func withAnswer(planJSON []byte, goal, schedule string) []byte {
+	var plan map[string]any
+	_ = json.Unmarshal(planJSON, &plan)
+	steps, _ := plan["steps"].([]any)
+	if len(steps) > 0 {
+		last, _ := steps[len(steps)-1].(map[string]any)
+		plan["answer"] = fmt.Sprintf("%s: ${%v.output}", finalAnswer(goal), last["id"])
+	}
+	if schedule != "" {
+		plan["schedule"] = schedule
+	}
+	data, _ := json.Marshal(plan)
+	return data
+}
+
+// fanOut reports whether a NESTFUL plan has at least two tool steps that
+// depend on no other step: they can run at the same time.
+func fanOut(plan map[string]any) bool {
+	steps, _ := plan["steps"].([]any)
+	free := 0
+	for _, st := range steps {
+		m, _ := st.(map[string]any)
+		if m["tool"] == nestful.ResultTool {
+			continue
+		}
+		data, _ := json.Marshal(m["arguments"])
+		if !strings.Contains(string(data), ".output") {
+			free++
+		}
+	}
+	return free >= 2
 }
 
 func nestfulDir(c *options) string {
@@ -210,9 +249,10 @@ func modelRoundTrips(ctx context.Context, c *options, r *report) error {
 		samples = picked
 	}
 	type outcome struct {
-		steps                int
-		react, orch, orchDAG taskResult
-		err                  error
+		steps  int
+		fanOut bool
+		r      [nApproaches]taskResult
+		err    error
 	}
 	results := make([]outcome, len(samples))
 	sem := make(chan struct{}, 32)
@@ -229,6 +269,7 @@ func modelRoundTrips(ctx context.Context, c *options, r *report) error {
 					fast = append(fast, byName[name])
 				}
 				planJSON, _ := json.Marshal(s.Plan)
+				o.fanOut = fanOut(s.Plan)
 				// The gold plan once, without latency, for the arguments
 				// ReAct's model would write.
 				req, issues := orchestrate.DecodeRequest(append(append([]byte(`{"plan":`), planJSON...), '}'))
@@ -247,18 +288,14 @@ func modelRoundTrips(ctx context.Context, c *options, r *report) error {
 					}
 				}
 				var err error
-				if o.react, err = react(ctx, c.modelLatency, s, slow, gold); err != nil {
+				if o.r[0], err = react(ctx, c, s, slow, gold); err != nil {
 					return fmt.Errorf("react: %w", err)
 				}
-				if o.orch, err = orchestraTask(ctx, c.modelLatency, s, tools, planJSON); err != nil {
-					return fmt.Errorf("orchestra: %w", err)
-				}
-				var plan map[string]any
-				_ = json.Unmarshal(planJSON, &plan)
-				plan["schedule"] = orchestrate.ScheduleDAG
-				dagJSON, _ := json.Marshal(plan)
-				if o.orchDAG, err = orchestraTask(ctx, c.modelLatency, s, tools, dagJSON); err != nil {
-					return fmt.Errorf("orchestra dag: %w", err)
+				plans := [nApproaches][]byte{1: planJSON, 2: withAnswer(planJSON, s.Input, ""), 3: withAnswer(planJSON, s.Input, orchestrate.ScheduleDAG)}
+				for k := 1; k < nApproaches; k++ {
+					if o.r[k], err = orchestraTask(ctx, c, s, tools, plans[k]); err != nil {
+						return fmt.Errorf("%s: %w", approaches[k], err)
+					}
 				}
 				return nil
 			}()
@@ -270,16 +307,20 @@ func modelRoundTrips(ctx context.Context, c *options, r *report) error {
 	wg.Wait()
 
 	var errs []error
-	byLen := map[int]*[3]agg{}
-	var total [3]agg
+	byLen := map[int]*[nApproaches]agg{}
+	var total, fan [nApproaches]agg
 	var ratios []float64
 	for _, o := range results {
 		if o.err != nil {
 			errs = append(errs, o.err)
 			continue
 		}
-		for k, t := range []taskResult{o.react, o.orch, o.orchDAG} {
-			for _, a := range []*agg{&total[k], bucket(byLen, o.steps, k)} {
+		for k, t := range o.r {
+			sums := []*agg{&total[k], bucket(byLen, o.steps, k)}
+			if o.fanOut {
+				sums = append(sums, &fan[k])
+			}
+			for _, a := range sums {
 				a.n++
 				a.calls += float64(t.calls)
 				a.tin += float64(t.tokensIn)
@@ -287,7 +328,7 @@ func modelRoundTrips(ctx context.Context, c *options, r *report) error {
 				a.wall += msf(t.wall)
 			}
 		}
-		ratios = append(ratios, float64(o.react.wall)/float64(o.orch.wall))
+		ratios = append(ratios, float64(o.r[0].wall)/float64(o.r[nApproaches-1].wall))
 	}
 	if len(errs) > 0 {
 		for _, err := range errs[:min(len(errs), 5)] {
@@ -297,24 +338,34 @@ func modelRoundTrips(ctx context.Context, c *options, r *report) error {
 			return errors.Join(errs...)
 		}
 	}
-	n := float64(total[0].n)
-	if n == 0 {
+	if total[0].n == 0 {
 		return errors.New("no task ran")
 	}
-	names := []string{"ReAct", "orchestra", "orchestra (dag)"}
-	var rows [][]string
-	for k, name := range names {
-		t := total[k]
-		rows = append(rows, []string{name, itoa(t.n), f2(t.calls / n), f1(t.tin / n), f1(t.tout / n), f1((t.tin + t.tout) / n), f1(t.wall / n),
-			f2(total[0].wall / t.wall), f2((total[0].tin + total[0].tout) / (t.tin + t.tout)), f2(total[0].calls / t.calls)})
+	names := approaches[:]
+	rowsOf := func(sums [nApproaches]agg) [][]string {
+		n := float64(sums[0].n)
+		var rows [][]string
+		for k, name := range names {
+			t := sums[k]
+			rows = append(rows, []string{name, itoa(t.n), f2(t.calls / n), f1(t.tin / n), f1(t.tout / n), f1((t.tin + t.tout) / n), f1(t.wall / n),
+				f2(sums[0].wall / t.wall), f2((t.tin + t.tout) / (sums[0].tin + sums[0].tout)), f2(t.calls / sums[0].calls)})
+		}
+		return rows
 	}
-	fmt.Fprintf(r.w, "%d NESTFUL tasks, model latency %s per call, tool latency %s, tokens = JSON bytes / 4\n", total[0].n, c.modelLatency, c.toolLatency)
-	if err := r.table("model", []string{"approach", "tasks", "model_calls", "tokens_in", "tokens_out", "tokens", "wall_ms", "speedup", "token_ratio", "call_ratio"}, rows); err != nil {
+	header := []string{"approach", "tasks", "model_calls", "tokens_in", "tokens_out", "tokens", "wall_ms", "speedup", "tokens_vs_react", "calls_vs_react"}
+	fmt.Fprintf(r.w, "%d NESTFUL tasks, simulated model: %s per call + %s per output token; tool latency %s; tokens = JSON bytes / 4\n", total[0].n, c.modelLatency, c.tokenLatency, c.toolLatency)
+	if err := r.table("model", header, rowsOf(total)); err != nil {
 		return err
 	}
+	if fan[0].n > 0 {
+		fmt.Fprintf(r.w, "the %d fan-out tasks (two or more tool steps that need no other step's output):\n", fan[0].n)
+		if err := r.table("model_fanout", header, rowsOf(fan)); err != nil {
+			return err
+		}
+	}
 	slices.Sort(ratios)
-	fmt.Fprintf(r.w, "per task, ReAct's wall time over orchestra's: median %.2fx, min %.2fx, max %.2fx (LLMCompiler reported 1.8–3.7x)\n",
-		ratios[len(ratios)/2], ratios[0], ratios[len(ratios)-1])
+	fmt.Fprintf(r.w, "per task, ReAct's wall time over %s's: median %.2fx, min %.2fx, max %.2fx (LLMCompiler reported 1.8–3.7x)\n",
+		names[nApproaches-1], ratios[len(ratios)/2], ratios[0], ratios[len(ratios)-1])
 
 	lens := make([]int, 0, len(byLen))
 	for l := range byLen {
@@ -322,7 +373,11 @@ func modelRoundTrips(ctx context.Context, c *options, r *report) error {
 	}
 	slices.Sort(lens)
 	var lrows [][]string
-	var xy [3]plotter.XYs
+	var xy [nApproaches]plotter.XYs
+	lheader := []string{"tool_calls", "tasks"}
+	for k := range names {
+		lheader = append(lheader, fmt.Sprintf("calls_%d", k), fmt.Sprintf("ms_%d", k))
+	}
 	for _, l := range lens {
 		b := byLen[l]
 		row := []string{itoa(l), itoa(b[0].n)}
@@ -333,11 +388,15 @@ func modelRoundTrips(ctx context.Context, c *options, r *report) error {
 		}
 		lrows = append(lrows, row)
 	}
-	if err := r.table("model_by_length", []string{"tool_calls", "tasks", "react_calls", "react_ms", "orch_calls", "orch_ms", "dag_calls", "dag_ms"}, lrows); err != nil {
+	if err := r.table("model_by_length", lheader, lrows); err != nil {
 		return err
 	}
-	if err := r.linePlot("model_by_length", fmt.Sprintf("NESTFUL tasks: wall time by tool calls (model %s, tools %s)", c.modelLatency, c.toolLatency),
-		"tool calls in the task", "mean wall time (s)", false, series{names[0], xy[0]}, series{names[1], xy[1]}, series{names[2], xy[2]}); err != nil {
+	var lines []series
+	for k, name := range names {
+		lines = append(lines, series{name, xy[k]})
+	}
+	if err := r.linePlot("model_by_length", fmt.Sprintf("NESTFUL tasks: wall time by tool calls (model %s + %s/token, tools %s)", c.modelLatency, c.tokenLatency, c.toolLatency),
+		"tool calls in the task", "mean wall time (s)", false, lines...); err != nil {
 		return err
 	}
 	bar := func(f func(a agg) float64) series {
@@ -352,15 +411,20 @@ func modelRoundTrips(ctx context.Context, c *options, r *report) error {
 	return r.barPlot("model", "ReAct against orchestra on NESTFUL (relative to ReAct = 1)", "relative to ReAct", names, calls, toks, wall)
 }
 
+// The approaches the model section compares, in its tables' order.
+const nApproaches = 4
+
+var approaches = [nApproaches]string{"ReAct", "orchestra (plan, respond)", "orchestra + answer", "orchestra + answer (dag)"}
+
 // agg sums one approach's costs over tasks.
 type agg struct {
 	n                      int
 	calls, tin, tout, wall float64
 }
 
-func bucket(m map[int]*[3]agg, l, k int) *agg {
+func bucket(m map[int]*[nApproaches]agg, l, k int) *agg {
 	if m[l] == nil {
-		m[l] = new([3]agg)
+		m[l] = new([nApproaches]agg)
 	}
 	return &m[l][k]
 }

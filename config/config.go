@@ -101,6 +101,15 @@ type Server struct {
 	// ExposeBuiltins lists the built-in tools directly to clients, next to
 	// agent_orchestrate. Default true.
 	ExposeBuiltins *bool `yaml:"expose_builtins" json:"expose_builtins"`
+	// ExposeDownstream lists the tools of downstream servers and the
+	// built-in tools directly to clients, next to agent_orchestrate.
+	// Default true; false lists only agent_orchestrate and orchestra_tools,
+	// which describes the others, for clients that pay for every listed
+	// tool's definition.
+	ExposeDownstream *bool `yaml:"expose_downstream,omitempty" json:"expose_downstream,omitempty"`
+	// Response is the response of agent_orchestrate when a call names
+	// none: "compact" (default) or "full".
+	Response string `yaml:"response,omitempty" json:"response,omitempty"`
 	// StateKeyEnv names the environment variable holding the key that signs
 	// the state of multi round-trip sampling. Instances serving the same
 	// clients need the same key; without one, each process makes its own.
@@ -207,6 +216,10 @@ func (c *Config) Path() string { return c.path }
 // EngineLimits returns the limits for the plan engine.
 func (c *Config) EngineLimits() orchestrate.Limits { return c.Limits.Limits }
 
+// ExposeDownstreamTools reports whether the catalog's tools are listed to
+// clients next to agent_orchestrate.
+func (s Server) ExposeDownstreamTools() bool { return s.ExposeDownstream == nil || *s.ExposeDownstream }
+
 // ExposeBuiltins reports whether built-in tools are listed to clients.
 func (s Server) ExposeBuiltinTools() bool { return s.ExposeBuiltins == nil || *s.ExposeBuiltins }
 
@@ -310,6 +323,9 @@ func (c *Config) validate() error {
 		if v < 0 {
 			problems = append(problems, fmt.Sprintf("limits.%s must not be negative", name))
 		}
+	}
+	if r := c.Server.Response; r != "" && r != orchestrate.ResponseCompact && r != orchestrate.ResponseFull {
+		problems = append(problems, fmt.Sprintf("server.response must be %q or %q, not %q", orchestrate.ResponseCompact, orchestrate.ResponseFull, r))
 	}
 	if c.Store.Retention.MaxAge < 0 || c.Store.Retention.MaxRuns < 0 {
 		problems = append(problems, "store.retention.max_age and store.retention.max_runs must not be negative")

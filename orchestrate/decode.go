@@ -99,7 +99,7 @@ func (d *decoder) add(path, code, msg string, suggestions ...string) {
 	d.issues = append(d.issues, &Issue{Path: path, Code: code, Message: msg, Suggestions: suggestions})
 }
 
-var requestFields = []string{"plan", "prompt", "bindings", "timeout_ms", "max_parallel", "dry_run", "fallback", "client_tools", "resume"}
+var requestFields = []string{"plan", "prompt", "bindings", "timeout_ms", "max_parallel", "dry_run", "fallback", "response", "client_tools", "resume"}
 
 func (d *decoder) request(obj map[string]any) *Request {
 	if _, ok := obj["plan"]; !ok {
@@ -161,6 +161,11 @@ func (d *decoder) request(obj map[string]any) *Request {
 			if req.Fallback != "" && req.Fallback != "reactive" && req.Fallback != "none" {
 				d.add("fallback", CodeInvalidValue, fmt.Sprintf("fallback must be \"reactive\" or \"none\", not %q", req.Fallback))
 			}
+		case "response":
+			req.Response = d.str(v, "response")
+			if req.Response != "" && req.Response != ResponseCompact && req.Response != ResponseFull {
+				d.add("response", CodeInvalidValue, fmt.Sprintf("response must be %q or %q, not %q", ResponseCompact, ResponseFull, req.Response))
+			}
 		case "client_tools":
 			req.ClientTools = d.clientTools(v, k)
 		case "resume":
@@ -190,7 +195,7 @@ func looksLikePlan(obj map[string]any) bool {
 	return false
 }
 
-var planFields = []string{"steps", "schedule", "type", "reasoning", "calls", "content"}
+var planFields = []string{"steps", "schedule", "type", "reasoning", "calls", "content", "answer", "return"}
 
 func (d *decoder) plan(v any, path string) *Plan {
 	obj, ok := v.(map[string]any)
@@ -225,6 +230,10 @@ func (d *decoder) plan(v any, path string) *Plan {
 			p.Reasoning = d.str(val, at)
 		case "content":
 			p.Content = d.str(val, at)
+		case "answer":
+			p.Answer = d.str(val, at)
+		case "return":
+			p.Return = d.values(val, at)
 		default:
 			d.unknown(path, k, planFields)
 		}

@@ -48,6 +48,9 @@ type Options struct {
 	// ClientFinal, when set, reports catalog tools that the client runs:
 	// a plan pauses at them as at the request's client tools.
 	ClientFinal func(name string) bool
+	// Response is the response of a request that names none: "compact"
+	// (the default) or "full".
+	Response string
 }
 
 // RunOptions add to an engine's options for the runs of one request: what

@@ -45,6 +45,10 @@ type Envelope struct {
 	ArtifactID string    `json:"artifact_id"`
 	Artifact   *Artifact `json:"artifact"`
 	Metadata   Metadata  `json:"_metadata"`
+
+	// full says the caller asked for the whole envelope (response "full");
+	// otherwise it gets the compact view (compact.go).
+	full bool
 }
 
 // Artifact is the outcome of one orchestration.
@@ -74,6 +78,10 @@ type Artifact struct {
 	Truncated bool `json:"truncated,omitempty"`
 	// Planner records the model calls of the prompt path.
 	Planner *PlannerInfo `json:"planner,omitempty"`
+	// Answer is the plan's answer, rendered after the run.
+	Answer string `json:"answer,omitempty"`
+	// Result is the plan's return value, resolved after the run.
+	Result any `json:"result,omitempty"`
 	// Pending lists the calls a paused run (status awaiting_client) waits
 	// for the client to make.
 	Pending []*PendingCall `json:"pending,omitempty"`
@@ -273,6 +281,9 @@ type snapshot struct {
 	planner   *PlannerInfo
 	completed bool // the state machine ended in completed
 	dryRun    bool
+	full      bool   // response "full"
+	answer    string // the plan's answer, rendered
+	result    any    // the plan's return value, resolved
 	lim       Limits
 	meta      Metadata
 }
@@ -331,6 +342,7 @@ func (s *snapshot) envelope() *Envelope {
 		a.Status = StatusSuccess
 	}
 	a.Success = a.Status == StatusSuccess
+	a.Answer, a.Result = s.answer, s.result
 	capOutputs(a, s.lim.MaxStepOutputBytes, s.lim.MaxResponseBytes)
-	return &Envelope{ArtifactID: s.meta.ExecID, Artifact: a, Metadata: s.meta}
+	return &Envelope{ArtifactID: s.meta.ExecID, Artifact: a, Metadata: s.meta, full: s.full}
 }

@@ -517,13 +517,13 @@ func TestResponseCap(t *testing.T) {
 // client that parses a text block finds one that parses.
 func TestResultContent(t *testing.T) {
 	te := newTestEngine(t, testCatalogs["default"](t), Limits{})
-	env := te.Run(t.Context(), mustRequest(t, `{"plan":{"steps":[{"tool":"write","arguments":{"text":"hi"}}]}}`))
+	env := te.Run(t.Context(), mustRequest(t, `{"plan":{"steps":[{"tool":"write","arguments":{"text":"hi"}}]},"response":"full"}`))
 	res := Result(env)
 	if len(res.Content) != 2 {
 		t.Fatalf("want 2 content blocks, got %d", len(res.Content))
 	}
 	summary := res.Content[0].(*mcp.TextContent).Text
-	if summary != env.Summary() || json.Valid([]byte(summary)) {
+	if summary != env.Text() || json.Valid([]byte(summary)) {
 		t.Errorf("the first block is not the summary line: %q", summary)
 	}
 	data := res.Content[1].(*mcp.TextContent).Text

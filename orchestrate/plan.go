@@ -40,6 +40,12 @@ type Plan struct {
 	Schedule string `json:"schedule,omitempty"`
 	// Steps are the steps, in order.
 	Steps []*Step `json:"steps"`
+	// Answer is rendered after the run into artifact.answer: text with
+	// ${...} references to the steps' outputs.
+	Answer string `json:"answer,omitempty"`
+	// Return is resolved after the run into artifact.result: a template
+	// value (a reference, or an object or array holding references).
+	Return any `json:"return,omitempty"`
 }
 
 // Step is a tool call or a parallel group.
@@ -164,6 +170,9 @@ type Request struct {
 	DryRun bool `json:"dry_run,omitempty"`
 	// Fallback is "reactive" to fall back to a tool loop when planning fails.
 	Fallback string `json:"fallback,omitempty"`
+	// Response is "compact" or "full": how much of the envelope the
+	// caller gets back. Empty takes the engine's default.
+	Response string `json:"response,omitempty"`
 	// ClientTools are tools the caller runs itself; a plan that reaches
 	// one pauses until the caller resumes it with the result.
 	ClientTools []*ClientTool `json:"client_tools,omitempty"`

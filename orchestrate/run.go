@@ -277,7 +277,9 @@ func (r *run) oversized() bool {
 // machine: nothing is fired after it.
 func (r *run) finish() *Envelope {
 	defer r.bytes.releaseAll()
-	env := r.snapshot().envelope()
+	s := r.snapshot()
+	r.finals(s)
+	env := s.envelope()
 	r.mu.Lock()
 	err := errors.Join(r.internal...)
 	r.mu.Unlock()
@@ -310,6 +312,7 @@ func (r *run) snapshot() *snapshot {
 		planner:   r.planInfo,
 		completed: completed,
 		dryRun:    r.req.DryRun,
+		full:      r.full(),
 		lim:       r.lim,
 		meta: Metadata{
 			ContextID:  r.ids.ContextID,

@@ -2,7 +2,6 @@ package orchestrate
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -17,18 +16,17 @@ import (
 // ToolName is the name of the orchestrate tool.
 const ToolName = "agent_orchestrate"
 
-// MCPTool returns the definition of agent_orchestrate for a catalog's tools:
-// its description teaches a model how to write a plan and lists every tool
-// a plan can call.
-func MCPTool(tools []registry.Tool) *mcp.Tool {
+// MCPTool returns the definition of agent_orchestrate: its description
+// teaches a model how to write a plan and lists the tools a plan can call
+// that are not listed to the client on their own (unlisted).
+func MCPTool(unlisted []registry.Tool) *mcp.Tool {
 	return &mcp.Tool{
 		Name:         ToolName,
 		Title:        "Run a multi-step tool plan",
-		Description:  Describe(tools),
+		Description:  Describe(unlisted),
 		InputSchema:  schemas.PortableOr(schemas.OrchestrateInput()),
-		OutputSchema: schemas.PortableOr(schemas.Envelope()),
+		OutputSchema: schemas.PortableOr(schemas.EnvelopeLean()),
 		Annotations: &mcp.ToolAnnotations{
-			Title:           "Run a multi-step tool plan",
 			DestructiveHint: boolPtr(true),
 			OpenWorldHint:   boolPtr(true),
 		},
@@ -37,40 +35,49 @@ func MCPTool(tools []registry.Tool) *mcp.Tool {
 
 func boolPtr(b bool) *bool { return &b }
 
-const howTo = `Runs a whole multi-step tool plan in ONE call and returns every result: call this instead of calling tools one by one.
+const howTo = `Runs a multi-step tool plan in ONE call: use it instead of calling tools one by one. The whole plan is checked against the tools' schemas first; every problem is reported at once and nothing runs.
 
-Steps run in order; a step can use the output of any earlier step through templates, and a "parallel" group runs its steps at the same time. The plan is checked against the tools' schemas before anything runs, and every problem is reported at once.
+Steps run in order; {"parallel": [steps]} runs a group at once; "schedule": "dag" starts each step when its inputs are ready. Templates in argument strings:
+- "$0.output.f" (step 0's output, type kept), "$id.output.items[0].url" (by step id), "$bindings.name"
+- "text ${id.output.title} text" interpolates.
+A step's output is the tool's structured output, or {"text": "..."} without one.
 
-Templates (in argument strings):
-- "$0.output.field" - the output of step 0 (steps count from 0), type kept; "$research.output.items[0].url" - by step id.
-- "$bindings.name" - a value from the request's "bindings".
-- "Summary: ${research.output.title} (${1.output.count})" - inside longer text.
-- A step's output is the tool's structured output; a tool without one gives {"text": "..."}.
+Give the plan an "answer" (text with ${...}) or a "return" (a template value): the response then carries artifact.answer or artifact.result and no step outputs. "response": "full" returns everything.
 
 Example:
 {"plan": {"steps": [
-  {"id": "a", "tool": "json_query", "arguments": {"query": ".items | length", "input": {"items": [1, 2]}}},
-  {"id": "both", "parallel": [
-    {"id": "x", "tool": "render", "arguments": {"template": "count={{.n}}", "values": {"n": "$a.output.result"}}},
-    {"id": "y", "tool": "render", "arguments": {"template": "hi {{.who}}", "values": {"who": "$bindings.user"}}}
-  ]},
-  {"tool": "render", "arguments": {"template": "{{.x}} / {{.y}}", "values": {"x": "$x.output.text", "y": "$both.output.y.text"}}}
-]}, "bindings": {"user": "Ada"}}
+ {"id": "q", "tool": "json_query", "arguments": {"query": ".n", "input": {"n": 2}}},
+ {"id": "r", "tool": "render", "arguments": {"template": "n={{.n}}", "values": {"n": "$q.output.result"}}}
+], "answer": "${r.output.text}"}}
 
-Step options: "timeout_ms", "retry": {"max_attempts": 3, "backoff_ms": 200} (transient failures only), "on_error": "continue". Group options: "max_concurrency", "merge": "collect" (default; an object keyed by child id) | "first_success" | "all_settled". Plan option: "schedule": "dag" starts each step as soon as the steps it references have finished. Set "dry_run": true to only validate.
+Step options: timeout_ms, retry {max_attempts, backoff_ms}, on_error: "continue". Group: merge "collect" | "first_success" | "all_settled". "dry_run": true only validates.
 {"id": "reads", "for_each": "$list.output.items", "do": {<step using "$item.path", "$item_index">}, "max_concurrency": 4} runs do per element; its output is the array of their outputs. Any step may have "when": "$check.output.ok" to run only when that value is truthy.`
 
+// maxUnlistedBytes caps what the description spends on the tools a plan
+// can call that tools/list does not show; orchestra_tools describes the
+// rest.
+const maxUnlistedBytes = 120
+
 // Describe returns the description of agent_orchestrate: how to write a
-// plan, then a one-line summary of each tool a plan can call.
-func Describe(tools []registry.Tool) string {
+// plan, then the tools a plan can call that are not listed to the client
+// on their own (unlisted): a line each while they fit, then their number.
+// The listed tools are not repeated: the client has their definitions.
+func Describe(unlisted []registry.Tool) string {
 	var b strings.Builder
 	b.WriteString(howTo)
-	fmt.Fprintf(&b, "\n\nTools a plan can call (%d):", len(tools))
-	if len(tools) == 0 {
-		b.WriteString("\n(none are available right now)")
+	if len(unlisted) == 0 {
+		return b.String()
 	}
-	for _, t := range tools {
-		fmt.Fprintf(&b, "\n- %s: %s", t.Name, firstLine(t.Description))
+	fmt.Fprintf(&b, "\n\nTools a plan can call besides the listed ones (%d):", len(unlisted))
+	used := 0
+	for i, t := range unlisted {
+		line := fmt.Sprintf("\n- %s: %s", t.Name, firstLine(t.Description))
+		if used+len(line) > maxUnlistedBytes {
+			fmt.Fprintf(&b, "\n- and %d more: orchestra_tools describes them", len(unlisted)-i)
+			break
+		}
+		b.WriteString(line)
+		used += len(line)
 	}
 	return b.String()
 }
@@ -116,6 +123,7 @@ func (e *Engine) Handler(opts HandlerOptions) mcp.ToolHandler {
 	}
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		ctx = e.requestContext(ctx, req)
+		Result := func(env *Envelope) *mcp.CallToolResult { return ResultFor(env, req.ProtocolVersion()) }
 		args := req.Params.Arguments
 		if len(args) > opts.MaxRequestBytes {
 			return Result(e.Reject(ctx, []*Issue{{Code: CodeTooLarge, Message: fmt.Sprintf("the request is %d bytes; the limit is %d (server.max_request_bytes). Send a smaller plan, pass large data by reference (a URL or a step that fetches it), or raise server.max_request_bytes in the configuration file", len(args), opts.MaxRequestBytes)}})), nil
@@ -160,21 +168,4 @@ func (e *Engine) requestContext(ctx context.Context, req *mcp.CallToolRequest) c
 // issues as validation errors and runs nothing.
 func (e *Engine) Reject(ctx context.Context, issues []*Issue) *Envelope {
 	return e.newRun(ctx, &Request{}).reject(issues)
-}
-
-// Result turns an envelope into the tool's result: the envelope as
-// structured content, and isError when the plan did not succeed. The text
-// content is two blocks: the summary line for people and models, then
-// exactly the JSON of the structured content, so that a client that parses
-// a text block (or predates structured content) finds one that is pure JSON.
-//
-// The envelope is encoded once, for both: the structured content is that
-// JSON as it is.
-func Result(env *Envelope) *mcp.CallToolResult {
-	data := env.JSON()
-	return &mcp.CallToolResult{
-		Content:           []mcp.Content{&mcp.TextContent{Text: env.Summary()}, &mcp.TextContent{Text: string(data)}},
-		StructuredContent: json.RawMessage(data),
-		IsError:           !env.Artifact.Success && env.Artifact.Status != StatusAwaitingClient,
-	}
 }

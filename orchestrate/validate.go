@@ -68,6 +68,9 @@ func validateCached(p *Plan, tools Tools, lim Limits, bindings map[string]any, f
 		}
 		v.step(s)
 	}
+	if v.all != nil {
+		v.finals()
+	}
 	v.toolCalls()
 	if v.templates > lim.MaxTemplates {
 		v.errorf(nil, CodeTooLarge, "the plan has %d template references; the limit is %d (limits.max_templates). Reshape data with a json_query step instead of many references", v.templates, lim.MaxTemplates)

@@ -5,12 +5,12 @@ import (
 	"github.com/orchestra-mcp/orchestra/registry"
 )
 
-// toolFor returns the planning tool for req: the catalog's, with the tools
-// the request declares in client_tools added (they are offered like any
-// tool; a plan that calls one pauses for the client to run it).
-func (p *Planner) toolFor(req *orchestrate.Request) *Tool {
+// withClientTools returns the planning tool t, or, when req declares
+// client_tools, one with the catalog's tools and those (they are offered
+// like any tool; a plan that calls one pauses for the client to run it).
+func (p *Planner) withClientTools(req *orchestrate.Request, t *Tool) *Tool {
 	if len(req.ClientTools) == 0 {
-		return p.Tool()
+		return t
 	}
 	var tools []registry.Tool
 	if p.opts.Catalog != nil {

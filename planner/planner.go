@@ -163,7 +163,7 @@ func (p *Planner) Plan(ctx context.Context, req *orchestrate.Request) (*Result, 
 	ctx, cancel := context.WithTimeout(ctx, p.planTimeout(req))
 	defer cancel()
 
-	tool := p.toolFor(req)
+	tool := p.withClientTools(req, p.toolFor(req.Prompt))
 	def := tool.Def()
 	msgs := []llm.Message{{Role: llm.RoleUser, Content: userMessage(req.Prompt, req.Bindings)}}
 	for attempt := 1; attempt <= p.opts.Attempts; attempt++ {

@@ -11,59 +11,29 @@ import (
 	"github.com/orchestra-mcp/orchestra/registry"
 )
 
-const promptHead = `You are the planner of orchestra. You turn a goal into a plan of tool calls, which orchestra checks and then runs in one go, or you answer directly when no tool is needed.
+const promptHead = `You are orchestra's planner. Turn the goal into a plan of tool calls that orchestra checks and runs in one go: call the __planning__ tool once with
+- {"type": "tool_calls", "reasoning": "...", "calls": [{"tool_name": "...", "arguments": {...}}, ...]}, or
+- {"type": "direct_response", "content": "..."} when no tool is needed.
+Leave out (or set to null) the fields that do not apply. Calls run in order; call i is $i. The plan is checked against the tools' schemas before it runs and problems are sent back to you. A failing call stops the plan. Use only the tools below.`
 
-Answer by calling the __planning__ tool once:
-- {"type": "direct_response", "content": "..."} when the goal needs no tool: content is the complete answer.
-- {"type": "tool_calls", "reasoning": "...", "calls": [{"tool_name": "...", "arguments": {...}}, ...]} otherwise.
-Set the fields that do not apply to null, or leave them out.
-
-How a plan runs:
-- The calls run in order. Call 0 is the first; call i is written $i in templates.
-- Before anything runs, the whole plan is checked against the tools' schemas; any problem is sent back to you to fix.
-- A call that fails stops the plan; the results so far are kept.
-- Use only the tools listed below, with the arguments their schemas describe.`
-
-const promptTemplates = `Templates pass data from earlier calls to later ones. Write them as argument values:
-- "$0.output" is the whole output of call 0; "$0.output.title" and "$1.output.items[0].url" reach into it. A string that is exactly one template is replaced by the value itself with its JSON type kept: "$1.output.items" passes the array.
-- Inside longer text, wrap the reference in ${...} without its leading $: "Summary of ${0.output.title} (${1.output.count} sources)". Strings are inserted as they are, other values as JSON.
-- "$bindings.name" is a value given with the goal (the goal lists them).
-- A call can use only calls before it, and only the output fields listed for its tool. A string starting with $$ is a literal $.
-- A tool without listed output fields gives {"text": "..."} when it returns only text; use "$0.output.text".`
+const promptTemplates = `Templates, as argument values, pass earlier outputs on: "$0.output" (call 0's whole output), "$1.output.items[0].url" (a field; a string that is one template keeps the value's JSON type), "Summary of ${0.output.title}" (inside text; other values are inserted as JSON), "$bindings.name" (a value given with the goal). Use only earlier calls and the output fields listed; a tool without them gives {"text": "..."}. $$ is a literal $.`
 
 // systemPrompt is the planner's system prompt for tools.
 func systemPrompt(tools []registry.Tool, maxSteps int) string {
 	var b strings.Builder
 	b.WriteString(promptHead)
 	if maxSteps > 0 {
-		fmt.Fprintf(&b, "\n- A plan has at most %d calls.", maxSteps)
+		fmt.Fprintf(&b, " A plan has at most %d calls.", maxSteps)
 	}
 	b.WriteString("\n\n")
 	b.WriteString(promptTemplates)
+	b.WriteString("\n" + promptAnswer)
 	fmt.Fprintf(&b, "\n\nTools (%d):", len(tools))
 	if len(tools) == 0 {
 		b.WriteString("\n(none: answer with a direct_response)")
 	}
 	for _, t := range tools {
-		fmt.Fprintf(&b, "\n\n## %s\n", t.Name)
-		desc := strings.TrimSpace(t.Description)
-		if desc == "" {
-			desc = "(no description)"
-		}
-		b.WriteString(desc)
-		fields := outputFields(t.OutputSchema)
-		switch {
-		case t.OutputSchema == nil:
-			b.WriteString("\nOutput: not described; {\"text\": \"...\"} when the tool returns only text.")
-		case len(fields) == 0:
-			b.WriteString("\nOutput: $N.output (no named fields).")
-		default:
-			b.WriteString("\nOutput fields ($N.output.<field>):")
-			for _, f := range fields {
-				b.WriteString("\n- ")
-				b.WriteString(f)
-			}
-		}
+		b.WriteString(toolBlock(t))
 	}
 	b.WriteString("\n")
 	return b.String()

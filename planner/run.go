@@ -80,6 +80,10 @@ func (p *Planner) Ask(ctx context.Context, req *orchestrate.Request) (*orchestra
 		return env, nil
 	case res == nil || (res.Plan == nil && len(res.Issues) == 0):
 		return env, nil // no plan at all: the model failed, there is nothing to answer from
+	case a.Success && a.Answer != "":
+		// The plan's own answer rendered: no model call is needed.
+		a.Response = a.Answer
+		return env, nil
 	}
 	if _, err := p.Respond(ctx, req.Prompt, env); err != nil {
 		env.Artifact.Errors = append(env.Artifact.Errors, &orchestrate.Error{Code: orchestrate.CodePlannerFailed, Message: "writing the answer: " + err.Error()})
@@ -87,7 +91,7 @@ func (p *Planner) Ask(ctx context.Context, req *orchestrate.Request) (*orchestra
 	return env, nil
 }
 
-const respondSystem = `You are orchestra. A plan of tool calls ran for the user's goal; its record follows. Write the answer to the goal from the results, for the user: use the outputs, say plainly what failed or did not run and why, and do not invent results. Answer in plain text.`
+const respondSystem = `You are orchestra. A plan of tool calls ran for the user's goal; what it produced follows. Write the answer to the goal from the results, for the user: use the outputs, say plainly what failed or did not run and why, and do not invent results. Answer in plain text.`
 
 // maxRespondBytes caps the run record sent to the model.
 const maxRespondBytes = 96 << 10
@@ -104,16 +108,11 @@ func (p *Planner) Respond(ctx context.Context, prompt string, env *orchestrate.E
 	if a.Planner == nil {
 		a.Planner = &orchestrate.PlannerInfo{Model: p.opts.Model.Name()}
 	}
-	record := map[string]any{
-		"status":            a.Status,
-		"steps":             a.Steps,
-		"errors":            a.Errors,
-		"validation_errors": a.ValidationErrors,
-	}
+	record := respondRecord(env)
 	if a.Plan != nil && a.Plan.Reasoning != "" {
 		record["reasoning"] = a.Plan.Reasoning
 	}
-	data, err := json.MarshalIndent(record, "", " ")
+	data, err := json.Marshal(record)
 	if err != nil {
 		return "", fmt.Errorf("encoding the results: %w", err)
 	}

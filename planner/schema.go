@@ -28,10 +28,6 @@ const (
 	StrictMaxLargeEnumLength = 15000
 )
 
-// templateNote describes the string alternative added wherever an argument
-// is not a string, so that a template can stand for any value.
-const templateNote = "a template such as $0.output.field that stands for the value"
-
 // schemaCtx carries what a conversion needs: the document the references
 // point into, and where in it the conversion is, for messages.
 type schemaCtx struct {
@@ -421,7 +417,9 @@ func widen(s any, top bool) any {
 	}
 	desc, _ := out["description"].(string)
 	delete(out, "description")
-	wrapped := map[string]any{"anyOf": []any{out, map[string]any{"type": "string", "description": templateNote}}}
+	// The prompt teaches templates: the alternative says no more than
+	// that a string goes here, at a few tokens per argument.
+	wrapped := map[string]any{"anyOf": []any{out, map[string]any{"type": "string"}}}
 	if desc != "" {
 		wrapped["description"] = desc
 	}

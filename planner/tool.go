@@ -16,7 +16,7 @@ import (
 const ToolName = "__planning__"
 
 // toolDescription is the description of the planning tool.
-const toolDescription = `Submit the plan for the goal: either {"type": "direct_response", "content": "..."} when no tool is needed, or {"type": "tool_calls", "reasoning": "...", "calls": [{"tool_name": "...", "arguments": {...}}]} with the calls to run in order. Arguments may use templates such as "$0.output.field" to pass an earlier call's output.`
+const toolDescription = `Submit the plan for the goal, as the system prompt says: {"type": "tool_calls", "calls": [...]} or {"type": "direct_response", "content": "..."}.`
 
 // Catalog is where the planner reads the tools from; [*registry.Catalog]
 // is one.
@@ -114,7 +114,7 @@ func Build(version uint64, tools []registry.Tool, opts BuildOptions) *Tool {
 		strictCalls = append(strictCalls, callSchema(t.Name, widen(strictArgs, true)))
 	}
 	flow := len(tools) > 0 && returnsArrays(tools)
-	pt.Loose = withFlow(planningSchema(looseCalls, false), flow, false)
+	pt.Loose = compactUnions(withFlow(planningSchema(looseCalls, false), flow, false)).(map[string]any)
 	if strictOK {
 		s := withFlow(planningSchema(strictCalls, true), flow, true)
 		if problems := strictSize(s); len(problems) > 0 {
@@ -156,10 +156,9 @@ func planningSchema(calls []any, strict bool) map[string]any {
 		return map[string]any{"type": "string", "description": desc}
 	}
 	props := map[string]any{
-		"type": map[string]any{"type": "string", "enum": kinds,
-			"description": "direct_response when no tool is needed; tool_calls to run tools."},
-		"content":   str("direct_response only: the complete answer to the goal." + nullNote(strict)),
-		"reasoning": str("tool_calls only: briefly, why these calls in this order." + nullNote(strict)),
+		"type":      map[string]any{"type": "string", "enum": kinds},
+		"content":   str("direct_response: the answer." + nullNote(strict)),
+		"reasoning": str("tool_calls: why, briefly." + nullNote(strict)),
 	}
 	required := []any{"type", "content", "reasoning"}
 	if len(calls) > 0 {
@@ -168,12 +167,17 @@ func planningSchema(calls []any, strict bool) map[string]any {
 			items = map[string]any{"anyOf": calls}
 		}
 		arr := map[string]any{"type": "array", "items": items,
-			"description": "tool_calls only: the calls, run in order; call i is $i in templates." + nullNote(strict)}
+			"description": "tool_calls: the calls, in order; call i is $i." + nullNote(strict)}
 		if strict {
 			arr["type"] = []any{"array", "null"}
 		}
 		props["calls"] = arr
 		required = append(required, "calls")
+		props["answer"] = str(answerNote + nullNote(strict))
+		required = append(required, "answer")
+		if !strict {
+			props["return"] = map[string]any{"description": returnNote}
+		}
 	}
 	if !strict {
 		required = []any{"type"}

@@ -315,8 +315,10 @@ func callBad(t *testing.T, cs *mcp.ClientSession, args json.RawMessage, hint str
 		checkHint(t, err.Error(), hint)
 		return []string{code}
 	}
-	text := servertest.Text(res)
-	checkHint(t, text, hint)
+	// The hint may be in the text or only in the structured content (a
+	// compact response's text lists the first problems).
+	structured, _ := json.Marshal(res.StructuredContent)
+	checkHint(t, servertest.Text(res)+"\n"+string(structured), hint)
 	return envelopeCodes(res.StructuredContent, res.IsError)
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -13,10 +14,12 @@ import (
 )
 
 // TestEnvelopesMatchTheOutputSchema calls agent_orchestrate for every kind
-// of outcome and validates each structuredContent against the outputSchema
-// the server publishes for it, as a client that checks results would; and
-// every field an envelope carries must be declared there, so that a new
-// field cannot reach clients undocumented.
+// of outcome, compact and full, and validates each structuredContent
+// against the outputSchema the server publishes for it, as a client that
+// checks results would, and against the complete envelope schema
+// (schemas/envelope.json); every field an envelope carries must be
+// declared in the complete one, so that a new field cannot reach clients
+// undocumented.
 func TestEnvelopesMatchTheOutputSchema(t *testing.T) {
 	cs, tools := listedTools(t)
 	var published []byte
@@ -25,24 +28,34 @@ func TestEnvelopesMatchTheOutputSchema(t *testing.T) {
 			published, _ = json.Marshal(tool.OutputSchema)
 		}
 	}
-	var schema jsonschema.Schema
-	if err := json.Unmarshal(published, &schema); err != nil {
-		t.Fatalf("the published outputSchema %s: %v", published, err)
+	resolve := func(data []byte) (*jsonschema.Resolved, map[string]any) {
+		var schema jsonschema.Schema
+		if err := json.Unmarshal(data, &schema); err != nil {
+			t.Fatalf("the outputSchema %s: %v", data, err)
+		}
+		resolved, err := schema.Resolve(nil)
+		if err != nil {
+			t.Fatalf("resolving the outputSchema: %v", err)
+		}
+		var doc map[string]any
+		if err := json.Unmarshal(data, &doc); err != nil {
+			t.Fatal(err)
+		}
+		return resolved, doc
 	}
-	resolved, err := schema.Resolve(nil)
+	lean, _ := resolve(published)
+	raw, err := os.ReadFile("../schemas/envelope.json")
 	if err != nil {
-		t.Fatalf("resolving the published outputSchema: %v", err)
-	}
-	var doc map[string]any
-	if err := json.Unmarshal(published, &doc); err != nil {
 		t.Fatal(err)
 	}
+	complete, doc := resolve(raw)
 
 	fail := map[string]any{"id": "bad", "tool": "json_query", "arguments": map[string]any{"query": `"no" | error`, "input": map[string]any{}}}
 	continued := map[string]any{"id": "bad", "on_error": "continue", "tool": "json_query", "arguments": map[string]any{"query": `"no" | error`, "input": map[string]any{}}}
 	keyed := jq("k", 3)
 	keyed["result_key"] = "three"
-	for _, tc := range []struct {
+	withAnswer := map[string]any{"steps": []any{jq("a", 1)}, "answer": "a is ${a.output.result}", "return": "$a.output"}
+	cases := []struct {
 		name   string
 		args   any
 		status string
@@ -61,22 +74,41 @@ func TestEnvelopesMatchTheOutputSchema(t *testing.T) {
 		{"loop over its limit", map[string]any{"plan": map[string]any{"steps": []any{
 			map[string]any{"id": "a", "tool": "json_query", "arguments": map[string]any{"query": "[range(70)]", "input": nil}},
 			map[string]any{"for_each": "$a.output.result", "do": map[string]any{"tool": "json_query", "arguments": map[string]any{"query": ".", "input": "$item"}}}}}}, "failed"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			res, env := callPlan(t, cs, &mcp.CallToolParams{Name: "agent_orchestrate", Arguments: tc.args})
-			if got := env["artifact"].(map[string]any)["status"]; got != tc.status {
-				t.Fatalf("status %v, want %s", got, tc.status)
+		{"answer_and_return", map[string]any{"plan": withAnswer}, "success"},
+	}
+	for _, mode := range []string{"compact", "full"} {
+		for _, tc := range cases {
+			args := maps.Clone(tc.args.(map[string]any))
+			args["response"] = mode
+			if tc.name == "rejected" {
+				delete(args, "response") // the response of a request that does not decode is the server's default
 			}
-			if res.IsError != (tc.status != "success") {
-				t.Errorf("isError %v for a %s run", res.IsError, tc.status)
-			}
-			if err := resolved.Validate(env); err != nil {
-				t.Errorf("the envelope does not match the published outputSchema: %v\n%s", err, mustJSON(t, env))
-			}
-			for _, p := range undeclared(doc, doc, env, "") {
-				t.Errorf("the envelope carries %s, which the outputSchema does not declare", p)
-			}
-		})
+			t.Run(mode+"/"+tc.name, func(t *testing.T) {
+				res, env := callPlan(t, cs, &mcp.CallToolParams{Name: "agent_orchestrate", Arguments: args})
+				if got := env["artifact"].(map[string]any)["status"]; got != tc.status {
+					t.Fatalf("status %v, want %s", got, tc.status)
+				}
+				if res.IsError != (tc.status != "success") {
+					t.Errorf("isError %v for a %s run", res.IsError, tc.status)
+				}
+				if err := lean.Validate(env); err != nil {
+					t.Errorf("the envelope does not match the published outputSchema: %v\n%s", err, mustJSON(t, env))
+				}
+				if err := complete.Validate(env); err != nil {
+					t.Errorf("the envelope does not match the complete envelope schema: %v\n%s", err, mustJSON(t, env))
+				}
+				for _, p := range undeclared(doc, doc, env, "") {
+					t.Errorf("the envelope carries %s, which the complete envelope schema does not declare", p)
+				}
+				want := 1
+				if _, full := args["response"]; full && mode == "full" {
+					want = 2
+				}
+				if len(res.Content) != want {
+					t.Errorf("%d content blocks, want %d", len(res.Content), want)
+				}
+			})
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -59,6 +60,7 @@ func connectObs(t *testing.T, app *server.App, copts *mcp.ClientOptions) *mcp.Cl
 
 func callPlan(t *testing.T, cs *mcp.ClientSession, params *mcp.CallToolParams) (*mcp.CallToolResult, map[string]any) {
 	t.Helper()
+	params = withFullResponse(params)
 	res, err := cs.CallTool(t.Context(), params)
 	if err != nil {
 		t.Fatal(err)
@@ -72,6 +74,23 @@ func callPlan(t *testing.T, cs *mcp.ClientSession, params *mcp.CallToolParams) (
 		t.Fatal(err)
 	}
 	return res, env
+}
+
+// withFullResponse asks for the whole envelope, which the records keep,
+// when the arguments are a map that names no response.
+func withFullResponse(params *mcp.CallToolParams) *mcp.CallToolParams {
+	m, ok := params.Arguments.(map[string]any)
+	if !ok || params.Name != "agent_orchestrate" {
+		return params
+	}
+	if _, named := m["response"]; named {
+		return params
+	}
+	m = maps.Clone(m)
+	m["response"] = "full"
+	p := *params
+	p.Arguments = m
+	return &p
 }
 
 func readJSON(t *testing.T, cs *mcp.ClientSession, uri string, v any) {
@@ -221,7 +240,7 @@ func TestConcurrentRecords(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			args := map[string]any{"plan": map[string]any{"steps": []any{jq("only", i)}}}
-			res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "agent_orchestrate", Arguments: args})
+			res, err := cs.CallTool(t.Context(), withFullResponse(&mcp.CallToolParams{Name: "agent_orchestrate", Arguments: args}))
 			if err != nil {
 				t.Error(err)
 				return

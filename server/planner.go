@@ -115,7 +115,7 @@ func (a *App) prompt(ctx context.Context, e *orchestrate.Engine, req *mcp.CallTo
 			if errors.Is(err, llm.ErrUnavailable) {
 				err = fmt.Errorf("no planner model is configured and this client does not support sampling: %s", plannerExample)
 			}
-			return orchestrate.Result(e.RunPrompt(ctx, r, failPlanning(err)))
+			return orchestrate.ResultFor(e.RunPrompt(ctx, r, failPlanning(err)), req.ProtocolVersion())
 		}
 		input, _ = m.(*llm.InputSampling)
 		p = p.WithModel(m)
@@ -129,9 +129,9 @@ func (a *App) prompt(ctx context.Context, e *orchestrate.Engine, req *mcp.CallTo
 				err = ierr
 			}
 		}
-		return orchestrate.Result(e.RunPrompt(ctx, r, failPlanning(err)))
+		return orchestrate.ResultFor(e.RunPrompt(ctx, r, failPlanning(err)), req.ProtocolVersion())
 	}
-	return orchestrate.Result(env)
+	return orchestrate.ResultFor(env, req.ProtocolVersion())
 }
 
 // failPlanning is a planner that fails with err.

@@ -147,6 +147,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		StepContext: a.tel.StepContext,
 		Record:      RecordURI,
 		Redact:      func(s string) string { return RedactText(s, a.secrets) },
+		Response:    cfg.Server.Response,
 		Pauses:      &pauses{st: a.store, log: log},
 		ClientFinal: clientFinal(cfg.ClientFinalTools),
 	})
@@ -184,7 +185,7 @@ func (a *App) unknownTools(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		name := r.Params.Name
 		a.mu.Lock()
-		listed := name == orchestrate.ToolName || a.exposed[name]
+		listed := name == orchestrate.ToolName || name == DiscoveryToolName || a.exposed[name]
 		names := []string{orchestrate.ToolName}
 		for n := range a.exposed {
 			names = append(names, n)
@@ -221,15 +222,18 @@ func (a *App) sync() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	tools := a.Catalog.List()
-	a.Server.AddTool(orchestrate.MCPTool(tools), a.track(a.orchestrateHandler()))
 	want := map[string]bool{}
+	var unlisted []registry.Tool
 	for _, t := range tools {
 		if !a.expose(t) {
+			unlisted = append(unlisted, t)
 			continue
 		}
 		want[t.Name] = true
 		a.Server.AddTool(mcpTool(t), a.passthrough(t))
 	}
+	a.Server.AddTool(orchestrate.MCPTool(unlisted), a.track(a.orchestrateHandler()))
+	a.syncDiscovery(len(unlisted) > 0)
 	var gone []string
 	for name := range a.exposed {
 		if !want[name] {
@@ -249,11 +253,11 @@ func (a *App) sync() {
 func (a *App) track(h mcp.ToolHandler) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		if limit := a.Config.Limits.MaxConcurrentPlans; !a.plans.tryAdd(limit) {
-			return orchestrate.Result(a.Engine.Reject(ctx, []*orchestrate.Issue{{Code: orchestrate.CodeBusy, Message: fmt.Sprintf("the server is running %d plans, its limit (limits.max_concurrent_plans): retry in a moment, or raise the limit in the configuration file", limit)}})), nil
+			return orchestrate.ResultFor(a.Engine.Reject(ctx, []*orchestrate.Issue{{Code: orchestrate.CodeBusy, Message: fmt.Sprintf("the server is running %d plans, its limit (limits.max_concurrent_plans): retry in a moment, or raise the limit in the configuration file", limit)}}), req.ProtocolVersion()), nil
 		}
 		defer a.plans.done()
 		if issue := a.Engine.Admit(); issue != nil {
-			return orchestrate.Result(a.Engine.Reject(ctx, []*orchestrate.Issue{issue})), nil
+			return orchestrate.ResultFor(a.Engine.Reject(ctx, []*orchestrate.Issue{issue}), req.ProtocolVersion()), nil
 		}
 		ctx, cancel := a.callContext(ctx, req)
 		defer cancel()
@@ -325,6 +329,9 @@ func (a *App) cancelPlans() { a.cancel() }
 
 // expose reports whether t is listed to clients directly.
 func (a *App) expose(t registry.Tool) bool {
+	if !a.Config.Server.ExposeDownstreamTools() || t.Mode == registry.ClientFinal {
+		return false // ask_user and its kind run only inside plans
+	}
 	if t.Source == "builtin" {
 		return a.Config.Server.ExposeBuiltinTools()
 	}

@@ -15,6 +15,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -56,7 +57,8 @@ func Run(t *testing.T, cs *mcp.ClientSession, p Probe) {
 }
 
 // ToolsList checks that tools/list shows agent_orchestrate, the built-ins
-// and the probe, each with an input and an output schema.
+// and the probe, each with an input and an output schema, and that the
+// description of agent_orchestrate does not repeat them.
 func ToolsList(t *testing.T, cs *mcp.ClientSession, p Probe) {
 	ctx := t.Context()
 	got := map[string]*mcp.Tool{}
@@ -83,9 +85,11 @@ func ToolsList(t *testing.T, cs *mcp.ClientSession, p Probe) {
 		}
 	}
 	if tool := got[orchestrate.ToolName]; tool != nil {
+		// The client has the listed tools' definitions: the description
+		// does not repeat them.
 		for _, name := range append([]string{p.Tool}, Builtins...) {
-			if !strings.Contains(tool.Description, "\n- "+name+": ") {
-				t.Errorf("the description of %s does not list %s", orchestrate.ToolName, name)
+			if strings.Contains(tool.Description, "\n- "+name+": ") {
+				t.Errorf("the description of %s repeats the listed tool %s", orchestrate.ToolName, name)
 			}
 		}
 	}
@@ -392,9 +396,17 @@ func Call(t *testing.T, cs *mcp.ClientSession, args any, meta mcp.Meta) (*mcp.Ca
 	return CallContext(t.Context(), t, cs, args, meta)
 }
 
-// CallContext is Call with a context.
+// CallContext is Call with a context. Arguments given as a map that names
+// no response ask for the full one, whose envelope the tests read.
 func CallContext(ctx context.Context, t *testing.T, cs *mcp.ClientSession, args any, meta mcp.Meta) (*mcp.CallToolResult, *Envelope) {
 	t.Helper()
+	if m, ok := args.(map[string]any); ok {
+		if _, named := m["response"]; !named {
+			m = maps.Clone(m)
+			m["response"] = orchestrate.ResponseFull
+			args = m
+		}
+	}
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: orchestrate.ToolName, Arguments: args, Meta: meta})
 	if err != nil {
 		t.Fatalf("calling %s: %v", orchestrate.ToolName, err)
@@ -414,18 +426,24 @@ func Decode(t *testing.T, res *mcp.CallToolResult) *Envelope {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Content) != 2 {
-		t.Fatalf("%d content blocks; want 2 text blocks (summary, JSON)", len(res.Content))
+	if len(res.Content) != 1 && len(res.Content) != 2 {
+		t.Fatalf("%d content blocks; want the summary, then (full response) the JSON", len(res.Content))
 	}
 	summary, ok1 := res.Content[0].(*mcp.TextContent)
-	js, ok2 := res.Content[1].(*mcp.TextContent)
-	if !ok1 || !ok2 {
-		t.Fatalf("content blocks are not text: %T, %T", res.Content[0], res.Content[1])
+	if !ok1 {
+		t.Fatalf("the first content block is not text: %T", res.Content[0])
 	}
 	if summary.Text == "" || strings.HasPrefix(summary.Text, "{") {
 		t.Fatalf("the first text block is not a summary:\n%s", summary.Text)
 	}
-	txt := js.Text
+	txt := string(structured)
+	if len(res.Content) == 2 {
+		js, ok := res.Content[1].(*mcp.TextContent)
+		if !ok {
+			t.Fatalf("the second content block is not text: %T", res.Content[1])
+		}
+		txt = js.Text
+	}
 	var fromText, fromStructured any
 	if err := json.Unmarshal([]byte(txt), &fromText); err != nil {
 		t.Fatalf("the second text block is not JSON: %v\n%s", err, txt)
@@ -440,7 +458,7 @@ func Decode(t *testing.T, res *mcp.CallToolResult) *Envelope {
 	if err := json.Unmarshal(structured, &env); err != nil {
 		t.Fatalf("decoding the envelope: %v", err)
 	}
-	if env.ArtifactID == "" || env.Metadata.ToolName != orchestrate.ToolName {
+	if env.ArtifactID == "" || (len(res.Content) == 2 && env.Metadata.ToolName != orchestrate.ToolName) {
 		t.Errorf("envelope without artifact_id or _metadata.tool_name: %s", structured)
 	}
 	return &env

@@ -114,9 +114,14 @@ async function main() {
     const res = await client.callTool({ name: "agent_orchestrate", arguments: plan });
     const status = res.structuredContent?.artifact?.status;
     const text = res.structuredContent?.artifact?.steps?.[0]?.output?.text;
-    const json = JSON.parse(res.content?.[1]?.text ?? "null");
-    const ok = !res.isError && status === "success" && text === "hello matrix" && json?.artifact_id === res.structuredContent?.artifact_id;
-    return { ok, version: negotiated(), tools: names.length, error: ok ? undefined : `status ${status}, output ${text}` };
+    // The JSON of the structured content comes as a second text block for
+    // clients older than structured content (2025-06-18), or with
+    // "response": "full"; the default compact response has one block.
+    const block = res.content?.[1]?.text;
+    const legacy = String(negotiated()) < "2025-06-18";
+    const jsonOK = block === undefined ? !legacy : JSON.parse(block)?.artifact_id === res.structuredContent?.artifact_id;
+    const ok = !res.isError && status === "success" && text === "hello matrix" && jsonOK;
+    return { ok, version: negotiated(), tools: names.length, error: ok ? undefined : `status ${status}, output ${text}, JSON block ${block === undefined ? "absent" : "present"}` };
   } finally {
     await client.close();
   }

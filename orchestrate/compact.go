@@ -1,0 +1,190 @@
+package orchestrate
+
+import (
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Responses: what a caller gets back of the envelope. The execution
+// record always keeps the whole envelope.
+const (
+	// ResponseCompact leaves out the plan echo, the bindings and the
+	// steps' arguments, and the steps' outputs when the plan has an answer
+	// or a return value: they are what the answer or result is made of.
+	ResponseCompact = "compact"
+	// ResponseFull is the whole envelope.
+	ResponseFull = "full"
+)
+
+// structuredContentSince is the first protocol version with a tool
+// result's structuredContent; older clients read only text content.
+const structuredContentSince = "2025-06-18"
+
+// Full reports whether the envelope goes to its caller whole.
+func (e *Envelope) Full() bool { return e.full }
+
+// SetFull sets whether the envelope goes to its caller whole.
+func (e *Envelope) SetFull(full bool) { e.full = full }
+
+// The compact view shadows the fields it leaves out with empty ones of the
+// same JSON name: encoding/json takes the shallower field, and every other
+// field of the artifact and of a step comes through as it is.
+type compactEnvelope struct {
+	ArtifactID string           `json:"artifact_id"`
+	Artifact   *compactArtifact `json:"artifact"`
+	Metadata   compactMetadata  `json:"_metadata"`
+}
+
+type compactArtifact struct {
+	*Artifact
+	Plan             *Plan          `json:"plan,omitempty"`
+	Bindings         map[string]any `json:"bindings,omitempty"`
+	Steps            []*compactStep `json:"steps"`
+	Errors           []*Error       `json:"errors,omitempty"`
+	ValidationErrors []*Issue       `json:"validation_errors,omitempty"`
+}
+
+type compactStep struct {
+	*StepRecord
+	Index     *int           `json:"index,omitempty"`
+	Path      string         `json:"path,omitempty"`
+	ExecID    string         `json:"exec_id,omitempty"`
+	Arguments map[string]any `json:"arguments,omitempty"`
+	Output    any            `json:"output,omitempty"`
+	Error     *Error         `json:"error,omitempty"`
+	Attempts  int            `json:"attempts,omitempty"`
+	StartedAt *time.Time     `json:"started_at,omitempty"`
+	Children  []*compactStep `json:"children,omitempty"`
+}
+
+type compactMetadata struct {
+	ContextID  string `json:"context_id,omitempty"`
+	RequestID  string `json:"request_id,omitempty"`
+	TraceID    string `json:"trace_id,omitempty"`
+	UserID     string `json:"user_id,omitempty"`
+	DurationMS int64  `json:"duration_ms"`
+	ExecID     string `json:"exec_id,omitempty"`
+	Record     string `json:"record,omitempty"`
+}
+
+// compact returns the compact view of e.
+func (e *Envelope) compact() *compactEnvelope {
+	a := e.Artifact
+	outputs := a.Answer == "" && a.Result == nil
+	var steps func([]*StepRecord) []*compactStep
+	steps = func(rs []*StepRecord) []*compactStep {
+		out := make([]*compactStep, 0, len(rs))
+		for _, r := range rs {
+			c := &compactStep{StepRecord: r, Error: r.Error, Children: steps(r.Children)}
+			if len(c.Children) == 0 {
+				c.Children = nil
+			}
+			if outputs && len(r.Children) == 0 {
+				c.Output = r.Output
+			}
+			out = append(out, c)
+		}
+		return out
+	}
+	m := e.Metadata
+	return &compactEnvelope{
+		ArtifactID: e.ArtifactID,
+		Artifact:   &compactArtifact{Artifact: a, Steps: steps(a.Steps), Errors: a.Errors, ValidationErrors: a.ValidationErrors},
+		Metadata: compactMetadata{ContextID: m.ContextID, RequestID: m.RequestID, TraceID: m.TraceID, UserID: m.UserID,
+			DurationMS: m.DurationMS, ExecID: m.ExecID, Record: m.Record},
+	}
+}
+
+// CompactJSON returns the compact view of the envelope as JSON.
+func (e *Envelope) CompactJSON() []byte {
+	data, err := json.Marshal(e.compact())
+	if err != nil {
+		data, _ = json.Marshal(map[string]string{"error": "the envelope is not encodable as JSON: " + err.Error()})
+	}
+	return data
+}
+
+// maxTextOutput caps the last step's output in the text content.
+const maxTextOutput = 2 << 10
+
+// Text returns the text content of the tool's result, for people and
+// models: the summary, then the answer, the result or the direct response
+// when there is one, and otherwise (compact) the output of the last step
+// that has one.
+func (e *Envelope) Text() string {
+	a := e.Artifact
+	var b strings.Builder
+	b.WriteString(e.Summary())
+	switch {
+	case a.Answer != "":
+		b.WriteString("\n\n")
+		b.WriteString(a.Answer)
+	case a.Result != nil:
+		data, _ := json.Marshal(a.Result)
+		b.WriteString("\n\n")
+		b.Write(data)
+	case a.Response != "":
+		b.WriteString("\n\n")
+		b.WriteString(a.Response)
+	case !e.full:
+		if last := lastOutput(a.Steps); last != nil {
+			data, _ := json.Marshal(last.Output)
+			b.WriteString("\n\nOutput of " + last.ID + ": ")
+			if len(data) > maxTextOutput {
+				cut := maxTextOutput
+				for cut > 0 && data[cut]&0xC0 == 0x80 {
+					cut--
+				}
+				data = append(data[:cut:cut], "… (truncated; \"response\": \"full\" has it all)"...)
+			}
+			b.Write(data)
+		}
+	}
+	return b.String()
+}
+
+// lastOutput returns the last tool step, in plan order, that has an output.
+func lastOutput(rs []*StepRecord) *StepRecord {
+	for i := len(rs) - 1; i >= 0; i-- {
+		if c := lastOutput(rs[i].Children); c != nil {
+			return c
+		}
+		if len(rs[i].Children) == 0 && rs[i].Output != nil {
+			return rs[i]
+		}
+	}
+	return nil
+}
+
+// Result turns an envelope into the tool's result for a client of the
+// current protocol; see [ResultFor].
+func Result(env *Envelope) *mcp.CallToolResult { return ResultFor(env, "") }
+
+// ResultFor turns an envelope into the tool's result for a client that
+// speaks protocol (empty: a current one). The structured content is the
+// envelope, whole or compact as its caller asked; isError is set when the
+// plan did not succeed. The first text block is [Envelope.Text]. A second
+// text block holding exactly the JSON of the structured content is added
+// for a full response, and for clients whose protocol predates structured
+// content, so that they still get the data and a parser finds a block that
+// is pure JSON.
+func ResultFor(env *Envelope, protocol string) *mcp.CallToolResult {
+	var data []byte
+	if env.full {
+		data = env.JSON()
+	} else {
+		data = env.CompactJSON()
+	}
+	content := []mcp.Content{&mcp.TextContent{Text: env.Text()}}
+	if env.full || (protocol != "" && protocol < structuredContentSince) {
+		content = append(content, &mcp.TextContent{Text: string(data)})
+	}
+	return &mcp.CallToolResult{
+		Content:           content,
+		StructuredContent: json.RawMessage(data),
+		IsError:           !env.Artifact.Success && env.Artifact.Status != StatusAwaitingClient,
+	}
+}

@@ -1,0 +1,193 @@
+package planner
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/orchestra-mcp/orchestra/internal/rank"
+	"github.com/orchestra-mcp/orchestra/registry"
+)
+
+// Tool selection: a catalog of more than SelectAbove tools offers a goal
+// only the SelectTop tools that rank best for it (BM25 over their names,
+// descriptions and argument names) with their schemas; the others are
+// named in the prompt, so that the model can still ask for one.
+const (
+	// SelectAbove is the catalog size from which tools are selected.
+	SelectAbove = 24
+	// SelectTop is how many tools a goal is offered.
+	SelectTop = 12
+)
+
+// ToolDocument is what a tool is ranked by: its name (twice: it is the
+// densest description), its description and its argument names.
+func ToolDocument(t registry.Tool) string {
+	var b strings.Builder
+	b.WriteString(t.Name + " " + t.Name + " " + t.Description)
+	if t.InputSchema != nil {
+		for _, k := range slices.Sorted(maps.Keys(t.InputSchema.Properties)) {
+			b.WriteString(" " + k)
+		}
+	}
+	return b.String()
+}
+
+// Select returns the SelectTop tools of tools that rank best for goal, in
+// rank order, and the names of the rest. A catalog of SelectAbove tools or
+// fewer is returned whole.
+func Select(tools []registry.Tool, goal string) (picked []registry.Tool, rest []string) {
+	if len(tools) <= SelectAbove {
+		return tools, nil
+	}
+	docs := make([]string, len(tools))
+	for i, t := range tools {
+		docs[i] = ToolDocument(t)
+	}
+	top := rank.New(docs).Top(goal, SelectTop)
+	in := map[int]bool{}
+	for _, i := range top {
+		picked = append(picked, tools[i])
+		in[i] = true
+	}
+	for i, t := range tools {
+		if !in[i] {
+			rest = append(rest, t.Name)
+		}
+	}
+	return picked, rest
+}
+
+// othersNote is the prompt's line naming the tools not offered.
+func othersNote(rest []string) string {
+	if len(rest) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("\nOther tools (%d), not offered for this goal: %s\n", len(rest), strings.Join(rest, ", "))
+}
+
+// toolFor returns the planning tool for goal: the catalog's, or, for a
+// catalog of more than SelectAbove tools, one made of the tools selected
+// for the goal, whose prompt names the others.
+func (p *Planner) toolFor(goal string) *Tool {
+	t := p.Tool()
+	if p.opts.Catalog == nil || len(t.Tools) <= SelectAbove {
+		return t
+	}
+	all := registry.Filter(p.opts.Catalog.List(), func(x registry.Tool) bool { return slices.Contains(t.Tools, x.Name) })
+	picked, rest := Select(all, goal)
+	st := Build(t.Version, picked, BuildOptions{Forbidden: p.opts.Forbidden, MaxSteps: p.opts.Engine.Limits().MaxSteps})
+	st.Prompt += othersNote(rest)
+	return st
+}
+
+// The planning tool's answer and return fields, and what the prompt says
+// of them.
+const (
+	answerNote   = "tool_calls: the reply, with ${i.output.field} where results go."
+	returnNote   = "tool_calls: a value to return, e.g. \"$2.output.items\"."
+	promptAnswer = `Write the reply to the goal in "answer" with ${i.output.field} where the results go: it is rendered after the run and sent as it is, saving a model call. Leave it out only when the results must be read before answering.`
+)
+
+// Lean tool blocks: what the prompt says of each tool it offers.
+const (
+	// maxToolDescription caps a tool's description in the prompt.
+	maxToolDescription = 400
+	// maxBlockFields caps the output fields a block names.
+	maxBlockFields = 24
+)
+
+// toolBlock describes one tool in the prompt in a few lines: its name,
+// its description, and its output fields with their types (the planning
+// schema carries its arguments).
+func toolBlock(t registry.Tool) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n\n## %s\n", t.Name)
+	desc := strings.TrimSpace(t.Description)
+	if desc == "" {
+		desc = "(no description)"
+	}
+	b.WriteString(truncate(desc, maxToolDescription))
+	fields := outputFields(t.OutputSchema)
+	switch {
+	case t.OutputSchema == nil:
+		b.WriteString("\nOutput: not described; {\"text\": \"...\"} when the tool returns only text.")
+	case len(fields) == 0:
+		b.WriteString("\nOutput: $N.output (no named fields).")
+	default:
+		b.WriteString("\nOutput fields ($N.output.<field>): ")
+		total := len(fields)
+		if last := fields[len(fields)-1]; strings.HasPrefix(last, "... and ") {
+			more := 0
+			fmt.Sscanf(last, "... and %d more", &more)
+			fields, total = fields[:len(fields)-1], len(fields)-1+more
+		}
+		n := 0
+		for _, f := range fields {
+			if n == maxBlockFields {
+				break
+			}
+			if n > 0 {
+				b.WriteString(", ")
+			}
+			if i := strings.Index(f, "): "); i >= 0 {
+				f = f[:i+1] // the field's description is left out
+			}
+			b.WriteString(f)
+			n++
+		}
+		if total > n {
+			fmt.Fprintf(&b, ", +%d more", total-n)
+		}
+	}
+	return b.String()
+}
+
+// compactUnions rewrites, in a non-strict schema, the template
+// alternatives widen adds to simple typed arguments into type lists:
+// {"anyOf": [{"type": "number"}, {"type": "string"}]} becomes
+// {"type": ["number", "string"]}, which says the same in fewer tokens.
+func compactUnions(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, e := range v {
+			v[k] = compactUnions(e)
+		}
+		alts, ok := v["anyOf"].([]any)
+		if !ok || len(alts) != 2 {
+			return v
+		}
+		first, ok1 := alts[0].(map[string]any)
+		second, ok2 := alts[1].(map[string]any)
+		if !ok1 || !ok2 || len(second) != 1 || second["type"] != "string" {
+			return v
+		}
+		t, ok := first["type"].(string)
+		if !ok {
+			return v
+		}
+		for k, e := range first {
+			if k == "type" || (k == "items" && isEmptyMap(e)) {
+				continue
+			}
+			return v // constrained beyond its type: keep the alternative
+		}
+		delete(v, "anyOf")
+		v["type"] = []any{t, "string"}
+		if items, ok := first["items"]; ok {
+			v["items"] = items // providers want an array's items
+		}
+		return v
+	case []any:
+		for i, e := range v {
+			v[i] = compactUnions(e)
+		}
+	}
+	return v
+}
+
+func isEmptyMap(v any) bool {
+	m, ok := v.(map[string]any)
+	return ok && len(m) == 0
+}
