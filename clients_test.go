@@ -577,9 +577,6 @@ func TestInputSchemaAgreesWithBehaviour(t *testing.T) {
 		{"steps": steps},
 		{"type": "tool_calls", "calls": []any{}},
 		{"plan": map[string]any{"steps": steps}, "dryrun": true},
-		{"resume": map[string]any{"exec_id": "no-such-run", "results": map[string]any{"a": 1}}},
-		{"resume": map[string]any{"exec_id": "no-such-run"}, "plan": map[string]any{"steps": steps}},
-		{"plan": map[string]any{"steps": steps}, "client_tools": []any{map[string]any{"name": "edit", "input_schema": map[string]any{"type": "object"}}}, "dry_run": true},
 	}
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "schema", Version: "1"}, nil).Connect(t.Context(),
 		&mcp.CommandTransport{Command: exec.Command(orchestraBin, "serve", "--store", "memory")}, nil)
