@@ -48,6 +48,10 @@ type Config struct {
 	// Tenants group HTTP callers, each group with its own tools, limits,
 	// planner and records; see Tenant.
 	Tenants map[string]Tenant `yaml:"tenants,omitempty" json:"tenants,omitempty"`
+	// ClientFinalTools are globs over tool names: a plan that reaches one
+	// of these tools pauses for its client to run it, as for the request's
+	// client_tools.
+	ClientFinalTools []string `yaml:"client_final_tools" json:"client_final_tools"`
 
 	// path is the file the configuration came from.
 	path string

@@ -18,8 +18,11 @@ const (
 	StateDispatchingStep = "dispatching_step"
 	StateAwaitingResults = "awaiting_results"
 	StateMergingResults  = "merging_results"
-	StateCompleted       = "completed"
-	StateFailed          = "failed"
+	// StateAwaitingClient: the run waits for its caller to run client
+	// tools and send their results back (a resume).
+	StateAwaitingClient = "awaiting_client"
+	StateCompleted      = "completed"
+	StateFailed         = "failed"
 )
 
 // Events of an orchestration.
@@ -59,6 +62,14 @@ const (
 	EventPanic = "panic"
 	// EventCancelled: the caller cancelled the orchestration.
 	EventCancelled = "cancelled"
+	// EventClientCall: a top-level step (or a group's child) waits for the
+	// client to run its tool; the other steps go on.
+	EventClientCall = "client_call"
+	// EventPause: nothing more can run before the client's results come:
+	// the run waits for them.
+	EventPause = "pause"
+	// EventResume: the client's results came; execution goes on.
+	EventResume = "resume"
 	// EventLimitExceeded: the run reached a limit it found only while
 	// running (limits.max_iterations when a loop's array resolved,
 	// limits.max_tool_calls); nothing new starts.
@@ -69,7 +80,7 @@ const (
 // cancelled.
 var running = []string{
 	StatePlanInit, StatePlannerActive, StatePlanValidated, StateDispatchingStep,
-	StateAwaitingResults, StateMergingResults,
+	StateAwaitingResults, StateMergingResults, StateAwaitingClient,
 }
 
 // Transitions is the transition table of an orchestration.
@@ -77,7 +88,7 @@ var Transitions = []lfsm.EventDesc{
 	{Name: EventStartPlan, Src: []string{StatePlanInit}, Dst: StatePlannerActive},
 	{Name: EventPlannerFinished, Src: []string{StatePlannerActive}, Dst: StatePlanValidated},
 	{Name: EventValidated, Src: []string{StatePlanInit}, Dst: StatePlanValidated},
-	{Name: EventValidationFailed, Src: []string{StatePlanInit, StatePlannerActive}, Dst: StateFailed},
+	{Name: EventValidationFailed, Src: []string{StatePlanInit, StatePlannerActive, StateAwaitingClient}, Dst: StateFailed},
 	{Name: EventDispatch, Src: []string{StatePlanValidated}, Dst: StateDispatchingStep},
 	{Name: EventStepsDispatched, Src: []string{StateDispatchingStep}, Dst: StateAwaitingResults},
 	{Name: EventStepSucceeded, Src: []string{StateAwaitingResults}, Dst: StateDispatchingStep},
@@ -86,6 +97,9 @@ var Transitions = []lfsm.EventDesc{
 	{Name: EventParallelComplete, Src: []string{StateAwaitingResults}, Dst: StateMergingResults},
 	{Name: EventMerged, Src: []string{StateMergingResults}, Dst: StateDispatchingStep},
 	{Name: EventFinished, Src: []string{StateDispatchingStep}, Dst: StateCompleted},
+	{Name: EventClientCall, Src: []string{StateAwaitingResults, StateMergingResults}, Dst: StateDispatchingStep},
+	{Name: EventPause, Src: []string{StateDispatchingStep}, Dst: StateAwaitingClient},
+	{Name: EventResume, Src: []string{StateAwaitingClient}, Dst: StateDispatchingStep},
 	{Name: EventTimeout, Src: running, Dst: StateFailed},
 	{Name: EventPanic, Src: running, Dst: StateFailed},
 	{Name: EventCancelled, Src: running, Dst: StateFailed},
@@ -142,6 +156,15 @@ var machines = sync.Pool{New: func() any { return lfsm.NewFSM(StatePlanInit, Tra
 func New(observers ...Observer) *Machine {
 	m := &Machine{observers: observers, now: time.Now}
 	m.f = machines.Get().(*lfsm.FSM)
+	return m
+}
+
+// NewPaused returns a machine in StateAwaitingClient with the given
+// observers: the machine of a paused run taken up again, whose first event
+// is EventResume (or what ends it: a timeout when the pause expired).
+func NewPaused(observers ...Observer) *Machine {
+	m := New(observers...)
+	m.f.SetState(StateAwaitingClient)
 	return m
 }
 
@@ -225,7 +248,8 @@ func (m *Machine) Current() string {
 	return m.current()
 }
 
-// Done reports whether the machine reached a final state.
+// Done reports whether the machine reached a final state. A paused run's
+// machine (StateAwaitingClient) is not done.
 func (m *Machine) Done() bool {
 	s := m.Current()
 	return s == StateCompleted || s == StateFailed

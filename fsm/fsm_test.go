@@ -11,14 +11,14 @@ import (
 
 var allStates = []string{
 	StatePlanInit, StatePlannerActive, StatePlanValidated, StateDispatchingStep,
-	StateAwaitingResults, StateMergingResults, StateCompleted, StateFailed,
+	StateAwaitingResults, StateMergingResults, StateAwaitingClient, StateCompleted, StateFailed,
 }
 
 var allEvents = []string{
 	EventStartPlan, EventPlannerFinished, EventValidated, EventValidationFailed, EventDispatch,
 	EventStepsDispatched, EventStepSucceeded, EventStepFailed, EventStepFailedContinue,
 	EventParallelComplete, EventMerged, EventStepStarted, EventStepFinished, EventFinished,
-	EventTimeout, EventPanic, EventCancelled, EventLimitExceeded,
+	EventTimeout, EventPanic, EventCancelled, EventLimitExceeded, EventClientCall, EventPause, EventResume,
 }
 
 // wantTable is the transition table of the design, written out: for each
@@ -28,7 +28,7 @@ var wantTable = map[string]map[string]string{
 	EventStartPlan:        {StatePlanInit: StatePlannerActive},
 	EventPlannerFinished:  {StatePlannerActive: StatePlanValidated},
 	EventValidated:        {StatePlanInit: StatePlanValidated},
-	EventValidationFailed: {StatePlanInit: StateFailed, StatePlannerActive: StateFailed},
+	EventValidationFailed: {StatePlanInit: StateFailed, StatePlannerActive: StateFailed, StateAwaitingClient: StateFailed},
 	EventDispatch:         {StatePlanValidated: StateDispatchingStep},
 	EventStepsDispatched:  {StateDispatchingStep: StateAwaitingResults},
 	EventStepSucceeded:    {StateAwaitingResults: StateDispatchingStep},
@@ -39,6 +39,9 @@ var wantTable = map[string]map[string]string{
 	EventParallelComplete: {StateAwaitingResults: StateMergingResults},
 	EventMerged:           {StateMergingResults: StateDispatchingStep},
 	EventFinished:         {StateDispatchingStep: StateCompleted},
+	EventClientCall:       {StateAwaitingResults: StateDispatchingStep, StateMergingResults: StateDispatchingStep},
+	EventPause:            {StateDispatchingStep: StateAwaitingClient},
+	EventResume:           {StateAwaitingClient: StateDispatchingStep},
 	EventStepStarted: {
 		StateDispatchingStep: StateDispatchingStep, StateAwaitingResults: StateAwaitingResults,
 		StateMergingResults: StateMergingResults, StateFailed: StateFailed,
@@ -109,6 +112,7 @@ func reach(t *testing.T, state string, obs ...Observer) *Machine {
 		StateDispatchingStep: {EventValidated, EventDispatch},
 		StateAwaitingResults: {EventValidated, EventDispatch, EventStepsDispatched},
 		StateMergingResults:  {EventValidated, EventDispatch, EventStepsDispatched, EventParallelComplete},
+		StateAwaitingClient:  {EventValidated, EventDispatch, EventPause},
 		StateCompleted:       {EventValidated, EventDispatch, EventFinished},
 		StateFailed:          {EventValidationFailed},
 	}
@@ -254,5 +258,32 @@ func TestReleasedMachineKeepsItsStateAndRefusesEvents(t *testing.T) {
 			t.Fatalf("a new machine refuses %s: %v", EventValidated, err)
 		}
 		n.Release()
+	}
+}
+
+// A paused run's machine, taken up again, starts in awaiting_client and
+// goes on with resume, or fails when the pause expired.
+func TestNewPaused(t *testing.T) {
+	ctx := context.Background()
+	m := NewPaused()
+	if got := m.Current(); got != StateAwaitingClient {
+		t.Fatalf("NewPaused is in %q, want %q", got, StateAwaitingClient)
+	}
+	if m.Done() {
+		t.Error("a paused machine is done")
+	}
+	for _, ev := range []string{EventResume, EventStepsDispatched, EventStepSucceeded, EventFinished} {
+		if err := m.Fire(ctx, ev, nil); err != nil {
+			t.Fatalf("Fire(%s): %v", ev, err)
+		}
+	}
+	m.Release()
+	expired := NewPaused()
+	if err := expired.Fire(ctx, EventTimeout, nil); err != nil || expired.Current() != StateFailed {
+		t.Errorf("timeout while paused: %v, now %s", err, expired.Current())
+	}
+	expired.Release()
+	if n := New(); n.Current() != StatePlanInit {
+		t.Errorf("a machine after a paused one starts in %q", n.Current())
 	}
 }

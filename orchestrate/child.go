@@ -141,7 +141,9 @@ func (e *Engine) CallTool(ctx context.Context, id, name string, args, bindings m
 	if len(issues) > 0 {
 		return fail(CodeValidation, IssueText(issues))
 	}
-	sub := &Request{Plan: plan, Bindings: bindings}
+	// A tool loop cannot wait for a client: a client-final tool is refused
+	// with client_in_loop rather than pausing.
+	sub := &Request{Plan: plan, Bindings: bindings, NoPause: true}
 	if dl, ok := ctx.Deadline(); ok {
 		sub.TimeoutMS = max(1, int(time.Until(dl).Milliseconds()))
 	}

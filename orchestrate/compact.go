@@ -185,6 +185,6 @@ func ResultFor(env *Envelope, protocol string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{
 		Content:           content,
 		StructuredContent: json.RawMessage(data),
-		IsError:           !env.Artifact.Success,
+		IsError:           !env.Artifact.Success && env.Artifact.Status != StatusAwaitingClient,
 	}
 }

@@ -99,7 +99,7 @@ func (d *decoder) add(path, code, msg string, suggestions ...string) {
 	d.issues = append(d.issues, &Issue{Path: path, Code: code, Message: msg, Suggestions: suggestions})
 }
 
-var requestFields = []string{"plan", "prompt", "bindings", "timeout_ms", "max_parallel", "dry_run", "fallback", "response", "context"}
+var requestFields = []string{"plan", "prompt", "bindings", "timeout_ms", "max_parallel", "dry_run", "fallback", "response", "context", "client_tools", "resume"}
 
 func (d *decoder) request(obj map[string]any) *Request {
 	if _, ok := obj["plan"]; !ok {
@@ -168,11 +168,18 @@ func (d *decoder) request(obj map[string]any) *Request {
 			}
 		case "context":
 			req.Context = d.callerContext(v, "context")
+		case "client_tools":
+			req.ClientTools = d.clientTools(v, k)
+		case "resume":
+			req.Resume = d.resume(v, k)
 		default:
 			d.unknown("", k, requestFields)
 		}
 	}
 	switch {
+	case req.Resume != nil && (req.Plan != nil || req.Prompt != ""):
+		d.add("resume", CodeInvalidRequest, "resume continues a run with its own plan; send it without plan or prompt")
+	case req.Resume != nil:
 	case req.Plan != nil && req.Prompt != "":
 		d.add("", CodeInvalidRequest, "both plan and prompt are set; send exactly one: a plan to run it as written, or a prompt to have the planner write one")
 	case req.Plan == nil && req.Prompt == "" && len(d.issues) == 0:

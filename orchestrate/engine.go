@@ -42,6 +42,12 @@ type Options struct {
 	// called with (every attempt), derived from ctx: tracing puts the step's
 	// span there. It runs on the step's goroutine after the step started.
 	StepContext func(ctx context.Context, run *RunInfo, step *StepRecord) context.Context
+	// Pauses keeps paused runs and what resuming a run needs; nil keeps
+	// paused runs in memory.
+	Pauses PauseStore
+	// ClientFinal, when set, reports catalog tools that the client runs:
+	// a plan pauses at them as at the request's client tools.
+	ClientFinal func(name string) bool
 	// Response is the response of a request that names none: "compact"
 	// (the default) or "full".
 	Response string
@@ -57,6 +63,9 @@ type RunOptions struct {
 	// Source says what started the runs ("agent_orchestrate", "cli");
 	// default the engine's tool name. Hooks read it in RunInfo.
 	Source string
+	// Elicit, when set, asks the request's user: ask_user uses it instead
+	// of pausing.
+	Elicit Elicit
 	// AllowTool, when set, narrows the catalog of these runs to the tools
 	// it allows (a tenant's): a plan calling another is refused at plan
 	// time with unknown_tool.
@@ -106,6 +115,8 @@ type Engine struct {
 	source string
 	mem    *Memory // shared by the engines With makes
 	hooks  *Hooks  // opts.Hooks and the request's, composed; never nil
+	pauses PauseStore
+	elicit Elicit // the request's
 	// transition, when set, sees every move of every run's state machine:
 	// the engine's own tests compare the paths with the design's.
 	transition fsm.Observer
@@ -131,7 +142,11 @@ func NewEngine(opts Options) *Engine {
 		hooks = noHooks
 	}
 	lim := opts.Limits.WithDefaults()
-	return &Engine{opts: opts, lim: lim, log: log, source: opts.ToolName, mem: NewMemory(lim.MaxMemoryBytes), hooks: hooks}
+	pauses := opts.Pauses
+	if pauses == nil {
+		pauses = &memoryPauses{}
+	}
+	return &Engine{opts: opts, lim: lim, log: log, source: opts.ToolName, mem: NewMemory(lim.MaxMemoryBytes), hooks: hooks, pauses: pauses}
 }
 
 // With returns an engine that shares e's catalog and limits and whose runs
@@ -152,6 +167,9 @@ func (e *Engine) With(ro RunOptions) *Engine {
 	}
 	if ro.Limits != nil {
 		c.lim = c.lim.Lower(*ro.Limits)
+	}
+	if ro.Elicit != nil {
+		c.elicit = ro.Elicit
 	}
 	return &c
 }
@@ -174,13 +192,20 @@ func (e *Engine) Validate(req *Request) *Validation {
 	if req.Plan == nil {
 		return &Validation{Errors: []*Issue{{Code: CodeInvalidRequest, Message: "the request has no plan to validate"}}, Warnings: []*Issue{}}
 	}
-	return validate(req.Plan, e.opts.Tools, e.lim.forRequest(req), req.Bindings, e.opts.Forbidden)
+	tools, issues := withClientTools(e.opts.Tools, req.ClientTools)
+	v := validate(req.Plan, tools, e.lim.forRequest(req), req.Bindings, e.opts.Forbidden)
+	v.Errors = append(v.Errors, issues...)
+	return v
 }
 
-// Run validates and runs the request's plan and returns the envelope. It
+// Run validates and runs the request's plan, or continues the run its
+// resume names (see [Engine.Resume]), and returns the envelope. It
 // never panics and always returns an envelope; a plan that did not succeed
 // says why in it.
 func (e *Engine) Run(ctx context.Context, req *Request) *Envelope {
+	if req.Resume != nil {
+		return e.Resume(ctx, req)
+	}
 	r := e.newRun(ctx, req)
 	return r.run(ctx, nil)
 }
@@ -229,6 +254,8 @@ func (e *Engine) newRun(ctx context.Context, req *Request) *run {
 		r.m = fsm.New()
 	}
 	r.fireCtx = context.WithoutCancel(ctx)
+	r.ps.elicit = e.elicit
+	r.ps.tools, r.ps.issues = withClientTools(e.opts.Tools, req.ClientTools)
 	return r
 }
 

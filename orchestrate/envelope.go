@@ -84,6 +84,11 @@ type Artifact struct {
 	Result any `json:"result,omitempty"`
 	// Agents sums the model calls and tokens of the run's agent steps.
 	Agents *AgentUsage `json:"agents,omitempty"`
+	// Pending lists the calls a paused run (status awaiting_client) waits
+	// for the client to make.
+	Pending []*PendingCall `json:"pending,omitempty"`
+	// Resume says how to continue a paused run.
+	Resume *ResumeHint `json:"resume,omitempty"`
 }
 
 // PlannerInfo records what the planner did for a prompt.
@@ -187,6 +192,8 @@ func (e *Envelope) Summary() string {
 		fmt.Fprintf(&b, "The plan is invalid (%d problems); nothing ran.", len(a.ValidationErrors))
 	case a.Response != "" && leaves == 0:
 		b.WriteString("Direct response; no tools ran.")
+	case a.Status == StatusAwaitingClient:
+		b.WriteString(pausedSummary(a, counts[StatusSuccess], leaves))
 	default:
 		fmt.Fprintf(&b, "Plan %s: %d of %d tool steps succeeded", a.Status, counts[StatusSuccess], leaves)
 		var rest []string

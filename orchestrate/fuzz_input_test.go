@@ -50,6 +50,8 @@ func FuzzOrchestrate(f *testing.F) {
 	f.Add([]byte(`{"plan":{"steps":[{"id":"a","tool":"echo","arguments":{"text":"hi","items":[{"url":"u"}]}},{"tool":"echo","arguments":{"text":"${a.output.text}!","n":"$bindings.n"}}]},"bindings":{"n":3}}`))
 	f.Add([]byte(`{"plan":{"steps":[{"id":"a","tool":"echo","arguments":{"items":[{"ok":true},{"ok":false}]}},{"id":"r","for_each":"$a.output.items","do":{"when":"$item.ok","tool":"echo","arguments":{"i":"$item_index"}}},{"when":"$r.output[0]","tool":"echo","arguments":{"all":"$r.output"}}]}}`))
 	f.Add([]byte(`{"plan":{"steps":[{"for_each":[1,2,3],"as":"n","do":{"parallel":[{"tool":"echo","arguments":{"n":"${n}"}}]}}]}}`))
+	f.Add([]byte(`{"client_tools":[{"name":"edit","output_schema":{"type":"object"}}],"plan":{"steps":[{"id":"a","tool":"echo","arguments":{"text":"hi"}},{"id":"g","parallel":[{"id":"e","tool":"edit","arguments":{"t":"$a.output.text"}},{"tool":"echo","arguments":{"text":"x"}}]}]}}`))
+	f.Add([]byte(`{"resume":{"exec_id":"x","results":{"e":{"error":"no"}}}}`))
 	e := fuzzEngine(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		rec := &pathRecorder{}
@@ -67,7 +69,7 @@ func FuzzOrchestrate(f *testing.F) {
 		if err := json.Unmarshal(raw, env); err != nil || env.Artifact == nil {
 			t.Fatalf("the structured content of %q is no envelope (%v): %s", data, err, raw)
 		}
-		if res.IsError == env.Artifact.Success {
+		if res.IsError != (!env.Artifact.Success && env.Artifact.Status != StatusAwaitingClient) {
 			t.Fatalf("isError = %v but success = %v for %q", res.IsError, env.Artifact.Success, data)
 		}
 		if _, err := json.Marshal(env); err != nil {

@@ -49,6 +49,9 @@ func (r *run) runGroup(ctx context.Context, g *Step) {
 		if stopped() {
 			break
 		}
+		if r.endedBefore(c) {
+			continue // a resume keeps what ended before
+		}
 		eg.Go(func() error {
 			if stopped() {
 				return nil
@@ -59,6 +62,9 @@ func (r *run) runGroup(ctx context.Context, g *Step) {
 			}
 			r.startStep(c)
 			r.runNode(gctx, c)
+			if r.waits(c) {
+				return nil // it waits for the client; it has not ended
+			}
 			r.mu.Lock()
 			rec := r.records[c]
 			if g.Merge == MergeFirstSuccess && rec.Status == StatusFailed && rec.Error != nil && rec.Error.Code == CodeCancelled {
@@ -83,6 +89,9 @@ func (r *run) runGroup(ctx context.Context, g *Step) {
 		})
 	}
 	_ = eg.Wait()
+	if r.groupWaits(g, settled.Load() || gctx.Err() != nil || !r.dispatching()) {
+		return
+	}
 	for _, c := range g.Parallel {
 		r.skip(c, nil)
 	}

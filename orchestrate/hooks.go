@@ -25,6 +25,13 @@ import (
 //     never calls them;
 //   - RunFinished, last, with the envelope.
 //
+// A run that pauses is told in parts: the part that pauses ends with
+// RunPaused instead of RunFinished (its steps that wait for the client,
+// and those after them, have not ended), and the part a resume starts
+// begins with RunResumed instead of RunStarted; the steps that ended
+// before are not reported again. RunStarted and RunFinished are each
+// called once in the run's life.
+//
 // Every step and every group ends exactly once, with its final record,
 // before RunFinished: steps that ran, steps a halt or a timeout kept from
 // starting, steps skipped because a step they need failed, the steps of a

@@ -43,6 +43,8 @@ type Limits struct {
 	// counted, so that loops cannot fan out without bound. It is never
 	// below MaxSteps.
 	MaxToolCalls int `json:"max_tool_calls" yaml:"max_tool_calls"`
+	// PauseTTL is how long a paused run waits for the client's results.
+	PauseTTL time.Duration `json:"pause_ttl" yaml:"pause_ttl"`
 }
 
 // DefaultLimits returns the design's limits.
@@ -63,6 +65,7 @@ func DefaultLimits() Limits {
 		MaxMemoryBytes:     1 << 30,
 		MaxIterations:      64,
 		MaxToolCalls:       100,
+		PauseTTL:           time.Hour,
 	}
 }
 
@@ -113,6 +116,9 @@ func (l Limits) WithDefaults() Limits {
 	}
 	if l.MaxToolCalls == 0 {
 		l.MaxToolCalls = max(d.MaxToolCalls, l.MaxSteps)
+	}
+	if l.PauseTTL == 0 {
+		l.PauseTTL = d.PauseTTL
 	}
 	return l
 }

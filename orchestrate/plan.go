@@ -182,6 +182,16 @@ type Request struct {
 	Response string `json:"response,omitempty"`
 	// Context is what the caller tells the planner besides the goal.
 	Context *CallerContext `json:"context,omitempty"`
+	// ClientTools are tools the caller runs itself; a plan that reaches
+	// one pauses until the caller resumes it with the result.
+	ClientTools []*ClientTool `json:"client_tools,omitempty"`
+	// Resume continues a paused, interrupted or failed run instead of
+	// starting one.
+	Resume *ResumeRequest `json:"resume,omitempty"`
+	// NoPause is set by tool loops (the reactive fallback), which cannot
+	// wait for a client: a plan that would pause is refused before it
+	// runs, with client_in_loop.
+	NoPause bool `json:"-"`
 }
 
 // Issue is a problem with a request or a plan: a validation error or a

@@ -61,6 +61,8 @@ type run struct {
 	toolCalls  atomic.Int64 // against limits.max_tool_calls
 	limitHit   atomic.Bool  // a limit stopped the run (loop.go)
 	limitFired bool         // limit_exceeded was fired; the scheduler's alone
+
+	ps pauseState // client tools, pauses and resumes (pause.go, resume.go)
 }
 
 // fire moves the state machine with event. The machine refuses an event
@@ -110,6 +112,9 @@ func (r *run) stopFor(ctx context.Context) {
 
 // begin tells the hooks that the run started.
 func (r *run) begin(planning bool) {
+	if r.ps.resumed {
+		return // RunResumed told the hooks
+	}
 	callHook(r, "RunStarted", r.hooks.RunStarted, RunStartedInfo{Run: r.info, At: r.started, Planning: planning})
 }
 
@@ -172,12 +177,13 @@ func (r *run) run(ctx context.Context, planner PlanFunc) (env *Envelope) {
 			r.errors = append(r.errors, &Error{Code: CodeValidation, Message: fmt.Sprintf("the plan has %d validation errors; nothing ran", len(r.valid.Errors))})
 			return r.notRun()
 		}
-		r.fire(fsm.EventValidated)
+		r.fire(r.startEvent())
 	}
 	r.info.Plan = r.plan
 	r.info.Leaves = len(r.plan.Leaves())
 	r.m.Grow(3*r.info.Leaves + 4) // about three events per step
 	r.prepare()
+	r.restore()
 	if h := r.hooks.PlanReady; h != nil {
 		callHook(r, "PlanReady", h, PlanReadyInfo{Run: r.info, At: time.Now(), Plan: r.plan, Warnings: r.valid.Warnings, Planner: r.planInfo})
 	}
@@ -192,14 +198,26 @@ func (r *run) run(ctx context.Context, planner PlanFunc) (env *Envelope) {
 	defer cancel()
 	pctx = toolcontext.WithDepth(pctx, r.depth+1)
 	pctx = toolcontext.WithExecID(pctx, r.execID)
+	if !r.ps.resumed {
+		r.e.pauses.Keep(r.fireCtx, r.execID, r.checkpointRequest())
+	}
 	r.schedule(ctx, pctx)
+	if r.m.Current() == fsm.StateAwaitingClient {
+		return r.pause()
+	}
 	return r.finish()
 }
 
 // validate validates the plan with the run's limits and bindings.
 func (r *run) validate() bool {
 	r.tmpl = newTemplateCache(r.plan)
-	r.valid = validateCached(r.plan, r.e.opts.Tools, r.lim, r.req.Bindings, r.e.opts.Forbidden, r.tmpl)
+	r.valid = validateCached(r.plan, r.ps.tools, r.lim, r.req.Bindings, r.e.opts.Forbidden, r.tmpl)
+	r.valid.Errors = append(r.valid.Errors, r.ps.issues...)
+	if r.req.NoPause {
+		r.valid.Errors = append(r.valid.Errors, r.noPauseIssues()...)
+	} else {
+		r.valid.Errors = append(r.valid.Errors, r.loopIssues()...)
+	}
 	return r.valid.OK()
 }
 

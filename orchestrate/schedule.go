@@ -63,6 +63,9 @@ type scheduler struct {
 	next     int  // the next top-level step (sequential schedule)
 	first    int  // the first top-level step not started
 	dag      bool // schedule "dag": a step starts when the steps it needs have ended
+	// blocked is set when a top-level step waits for the client: the
+	// sequential schedule starts nothing after it.
+	blocked bool
 }
 
 // schedule runs the top-level steps from a plain loop, firing the state
@@ -77,7 +80,10 @@ func (r *run) schedule(ctx, pctx context.Context) {
 		r: r, ctx: ctx, pctx: pctx, results: make(chan *Step, n),
 		started: make([]bool, n), finished: make([]bool, n), dag: r.plan.Schedule == ScheduleDAG,
 	}
-	r.fire(fsm.EventDispatch)
+	if r.m.Current() == fsm.StatePlanValidated { // a paused run taken up again is dispatching already
+		r.fire(fsm.EventDispatch)
+	}
+	sc.reused()
 	for {
 		if r.dispatching() {
 			sc.dispatch()
@@ -95,6 +101,10 @@ func (r *run) schedule(ctx, pctx context.Context) {
 		case s := <-sc.results:
 			sc.landed(s)
 			r.fireLimit()
+			if r.waits(s) {
+				sc.wait(s)
+				continue
+			}
 			if !r.dispatching() {
 				r.stepEnded(s, fsm.EventStepFinished) // halted, timed out or cancelled: only draining
 				continue
@@ -107,13 +117,25 @@ func (r *run) schedule(ctx, pctx context.Context) {
 			for sc.inflight > 0 {
 				s := <-sc.results
 				sc.landed(s)
+				if r.waits(s) {
+					r.abandon(s)
+					continue
+				}
 				r.stepEnded(s, fsm.EventStepFinished)
 			}
 		}
 	}
+	if r.dispatching() && r.paused() {
+		// Nothing more can run before the client's results come: the
+		// steps that wait and those that never started stay as they are.
+		r.fire(fsm.EventPause)
+		return
+	}
 	for i, s := range r.plan.Steps {
 		if !sc.started[i] {
 			r.skip(s, nil)
+		} else if r.waits(s) {
+			r.abandon(s) // the run stopped while s waited for the client
 		}
 	}
 	if r.dispatching() {
@@ -159,9 +181,12 @@ func (sc *scheduler) dispatch() {
 				if i == sc.first {
 					sc.first++
 				}
+				if i == sc.next { // a step a resume did not run again
+					sc.next++
+				}
 				continue
 			}
-			if !sc.dag && (i != sc.next || sc.inflight > 0) {
+			if !sc.dag && (i != sc.next || sc.inflight > 0 || sc.blocked) {
 				break
 			}
 			if !sc.ready(s) {

@@ -26,9 +26,13 @@ func (r *run) runLeaf(ctx context.Context, s *Step) {
 	r.mu.Lock()
 	r.records[s].Arguments = args
 	r.mu.Unlock()
-	tool, ok := r.e.opts.Tools.Lookup(s.Tool)
+	tool, ok := r.ps.tools.Lookup(s.Tool)
 	if !ok {
 		r.end(s, StatusFailed, nil, &Error{Code: CodeServerUnavailable, Message: fmt.Sprintf("tool %q is no longer available (its server may have stopped); retry later", s.Tool)})
+		return
+	}
+	if r.clientFinal(tool) {
+		r.clientCall(ctx, s, tool, args)
 		return
 	}
 	if err := r.sem.Acquire(ctx, 1); err != nil {

@@ -132,6 +132,9 @@ func (e *Engine) Handler(opts HandlerOptions) mcp.ToolHandler {
 		if len(issues) > 0 {
 			return Result(e.Reject(ctx, issues)), nil
 		}
+		if r.Resume != nil {
+			return Result(e.Resume(ctx, r)), nil // whatever a planner is
+		}
 		if r.Plan == nil {
 			if opts.Prompt == nil {
 				return Result(e.Reject(ctx, []*Issue{{Path: "prompt", Code: CodePlannerFailed, Message: "no planner is configured, so a prompt cannot be turned into a plan: send a \"plan\" instead, or configure a planner (the planner block of the configuration file)"}})), nil

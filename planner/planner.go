@@ -178,7 +178,7 @@ func (p *Planner) Plan(ctx context.Context, req *orchestrate.Request) (*Result, 
 	ctx, cancel := context.WithTimeout(ctx, p.planTimeout(req))
 	defer cancel()
 
-	tool := p.toolFor(req.Prompt)
+	tool := p.withClientTools(req, p.toolFor(req.Prompt))
 	def := tool.Def()
 	msgs := []llm.Message{{Role: llm.RoleUser, Content: p.planningMessage(ctx, tool, req)}}
 	var rejected *orchestrate.Plan // the last plan the model had to repair
@@ -201,7 +201,7 @@ func (p *Planner) Plan(ctx context.Context, req *orchestrate.Request) (*Result, 
 		if plan != nil {
 			res.Plan = plan
 			if len(issues) == 0 {
-				v := p.opts.Engine.Validate(&orchestrate.Request{Plan: plan, Bindings: req.Bindings, TimeoutMS: req.TimeoutMS, MaxParallel: req.MaxParallel})
+				v := p.opts.Engine.Validate(&orchestrate.Request{Plan: plan, Bindings: req.Bindings, TimeoutMS: req.TimeoutMS, MaxParallel: req.MaxParallel, ClientTools: req.ClientTools})
 				issues = v.Errors
 			}
 		}

@@ -79,6 +79,11 @@ func (p *progress) hooks() *orchestrate.Hooks {
 			delete(p.finished, i.Run)
 			p.mu.Unlock()
 		},
+		RunPaused: func(i orchestrate.RunPausedInfo) {
+			p.mu.Lock()
+			delete(p.finished, i.Run)
+			p.mu.Unlock()
+		},
 	}
 }
 

@@ -65,6 +65,7 @@ func (rc *recorder) hooks() *orchestrate.Hooks {
 		RunStarted:  rc.runStarted,
 		StepStarted: func(i orchestrate.StepStartedInfo) { rc.step(i.Run, i.Step) },
 		StepEnded:   func(i orchestrate.StepEndedInfo) { rc.step(i.Run, i.Step) },
+		RunPaused:   rc.runPaused,
 		RunFinished: rc.runFinished,
 	}
 }

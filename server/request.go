@@ -40,6 +40,7 @@ func (a *App) orchestrateHandler() mcp.ToolHandler {
 			ro.Hooks = p.hooks()
 		}
 		ro.Hooks = orchestrate.ComposeHooks(ro.Hooks, clientLogHooks(ctx, req, a.secrets, &a.logLevels))
+		ro.Elicit = elicitFor(req)
 		e := a.Engine.With(ro)
 		return e.Handler(orchestrate.HandlerOptions{
 			MaxRequestBytes: int(a.Config.Server.MaxRequestBytes),

@@ -66,6 +66,9 @@ type ExecutionSummary struct {
 	Parent string `json:"parent,omitempty"`
 	// ParentExecID is that run's exec id.
 	ParentExecID string `json:"parent_exec_id,omitempty"`
+	// Resumable reports that the run can go on: it is paused, or it was
+	// interrupted or failed (orchestra resume ID).
+	Resumable bool `json:"resumable,omitempty"`
 }
 
 // ExecutionPage is the content of orchestra://executions.
@@ -81,6 +84,8 @@ type Execution struct {
 	Plan     json.RawMessage `json:"plan,omitempty"`
 	Envelope json.RawMessage `json:"envelope,omitempty"`
 	Records  []StepSummary   `json:"step_records"`
+	// Pauses is the run's history of pauses and resumes, oldest first.
+	Pauses []store.PauseEvent `json:"pauses,omitempty"`
 }
 
 // StepSummary is the record of one step.
@@ -102,7 +107,7 @@ func Summary(r *store.Run) ExecutionSummary {
 	s := ExecutionSummary{
 		ExecID: r.ExecID, URI: RecordURI(r.ExecID), Status: string(r.Status), Tool: r.Tool, RequestID: r.RequestID,
 		UserID: r.UserID, Tenant: r.Tenant,
-		StartedAt: r.StartedAt, DurationMS: r.DurationMS, Steps: r.StepCount, Error: r.Error,
+		StartedAt: r.StartedAt, DurationMS: r.DurationMS, Steps: r.StepCount, Error: r.Error, Resumable: r.Resumable,
 	}
 	if r.ParentExecID != "" {
 		s.ParentExecID, s.Parent = r.ParentExecID, RecordURI(r.ParentExecID)
@@ -193,7 +198,9 @@ func (a *App) readExecution(ctx context.Context, req *mcp.ReadResourceRequest) (
 	if err != nil {
 		return nil, err
 	}
-	return jsonResource(uri, ExecutionOf(run, steps))
+	ex := ExecutionOf(run, steps)
+	ex.Pauses, _ = a.store.Pauses(ctx, id)
+	return jsonResource(uri, ex)
 }
 
 func jsonResource(uri string, v any) (*mcp.ReadResourceResult, error) {

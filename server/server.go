@@ -96,7 +96,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		opts.Version = version.String()
 	}
 	cat := registry.NewCatalog()
-	builtins := builtin.Tools(cfg.Builtins)
+	builtins := append(builtin.Tools(cfg.Builtins), builtin.AskUser())
 	for i := range builtins {
 		builtins[i].Source = "builtin"
 	}
@@ -151,6 +151,8 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		Record:      RecordURI,
 		Redact:      func(s string) string { return RedactText(s, a.secrets) },
 		Response:    cfg.Server.Response,
+		Pauses:      &pauses{st: a.store, log: log},
+		ClientFinal: clientFinal(cfg.ClientFinalTools),
 	})
 	if a.planner, err = newPlanner(cfg, cat, a.Engine, forbidden, learned, log); err != nil {
 		return nil, err
@@ -334,8 +336,8 @@ func (a *App) cancelPlans() { a.cancel() }
 
 // expose reports whether t is listed to clients directly.
 func (a *App) expose(t registry.Tool) bool {
-	if !a.Config.Server.ExposeDownstreamTools() {
-		return false
+	if !a.Config.Server.ExposeDownstreamTools() || t.Mode == registry.ClientFinal {
+		return false // ask_user and its kind run only inside plans
 	}
 	if t.Source == "builtin" {
 		return a.Config.Server.ExposeBuiltinTools()

@@ -150,11 +150,11 @@ func (s *Store) interruptLapsed(ctx context.Context) (int, error) {
 	now := s.now().UnixNano()
 	if _, err := tx.ExecContext(ctx, `UPDATE steps SET status = 'interrupted'
 		WHERE status = 'running' AND exec_id IN (SELECT exec_id FROM runs
-			WHERE status = 'running' AND instance != ? AND lease_until < ?)`, s.instance, now); err != nil {
+			WHERE status = 'running' AND instance != ? AND lease_until < ? AND `+notPaused+`)`, s.instance, now); err != nil {
 		return 0, err
 	}
 	res, err := tx.ExecContext(ctx, `UPDATE runs SET status = 'interrupted', error = ?
-		WHERE status = 'running' AND instance != ? AND lease_until < ?`, leaseLapsedError, s.instance, now)
+		WHERE status = 'running' AND instance != ? AND lease_until < ? AND `+notPaused, leaseLapsedError, s.instance, now)
 	if err != nil {
 		return 0, err
 	}

@@ -18,6 +18,13 @@ import (
 // (The directory keeps the name it had when instances were called owners,
 // so that stores of both versions see each other's locks.)
 
+// notPaused selects the runs that do not wait for their client: a paused
+// run is running in no process, and outlives them.
+const notPaused = `NOT ` + isPaused
+
+// isPaused selects the runs that wait for their client.
+const isPaused = `exec_id IN (SELECT exec_id FROM resumable WHERE paused = 1)`
+
 // interruptedError is the Error of a run whose process ended before it did.
 const interruptedError = "the process running it ended before the run finished"
 
@@ -27,7 +34,7 @@ func instanceDir(dbPath string) string { return dbPath + "-owners" }
 // as interrupted and returns how many it marked.
 func (s *Store) recoverDead(ctx context.Context) (int, error) {
 	rows, err := s.writer.QueryContext(ctx,
-		`SELECT DISTINCT instance FROM runs WHERE status = 'running' AND instance != ?`, s.instance)
+		`SELECT DISTINCT instance FROM runs WHERE status = 'running' AND instance != ? AND `+notPaused, s.instance)
 	if err != nil {
 		return 0, err
 	}
@@ -113,12 +120,12 @@ func (s *Store) interruptInstance(ctx context.Context, instance string) (int, er
 	}
 	defer tx.Rollback()
 	if _, err := tx.ExecContext(ctx, `UPDATE steps SET status = 'interrupted'
-		WHERE status = 'running' AND exec_id IN (SELECT exec_id FROM runs WHERE status = 'running' AND instance = ?)`,
+		WHERE status = 'running' AND exec_id IN (SELECT exec_id FROM runs WHERE status = 'running' AND instance = ? AND `+notPaused+`)`,
 		instance); err != nil {
 		return 0, err
 	}
 	res, err := tx.ExecContext(ctx, `UPDATE runs SET status = 'interrupted', error = ?
-		WHERE status = 'running' AND instance = ?`, interruptedError, instance)
+		WHERE status = 'running' AND instance = ? AND `+notPaused, interruptedError, instance)
 	if err != nil {
 		return 0, err
 	}

@@ -150,14 +150,20 @@ func (s *Store) List(ctx context.Context, opts ListOptions) ([]Run, string, erro
 	case limit > maxListLimit:
 		limit = maxListLimit
 	}
-	if opts.Status != "" && !opts.Status.valid() {
+	if opts.Status != "" && !opts.Status.valid() && opts.Status != StatusPaused {
 		return nil, "", fmt.Errorf("listing runs: unknown status %q", opts.Status)
 	}
 	if err := s.Flush(ctx); err != nil {
 		return nil, "", fmt.Errorf("listing runs: %w", err)
 	}
 	where, args := opts.Scope.where()
-	if opts.Status != "" {
+	switch opts.Status {
+	case "":
+	case StatusPaused: // a paused run is running, and paused
+		where = append(where, "status = 'running' AND "+isPaused)
+	case StatusRunning:
+		where = append(where, "status = 'running' AND "+notPaused)
+	default:
 		where = append(where, "status = ?")
 		args = append(args, string(opts.Status))
 	}
@@ -232,7 +238,7 @@ func decodeCursor(s string) (cursor, error) {
 	return cursor{startedAt: started, seq: seq}, nil
 }
 
-const runColumns = `exec_id, request_id, owner, user_id, tenant, tool, status, started_at, finished_at, duration_ms, step_count, error, parent_exec_id`
+const runColumns = `exec_id, request_id, owner, user_id, tenant, tool, status, started_at, finished_at, duration_ms, step_count, error, parent_exec_id, ` + resumeColumn
 
 // scanRun scans runColumns followed by extra destinations.
 func scanRun(row interface{ Scan(...any) error }, extra ...any) (*Run, error) {
@@ -240,12 +246,14 @@ func scanRun(row interface{ Scan(...any) error }, extra ...any) (*Run, error) {
 	var status string
 	var started int64
 	var finished sql.NullInt64
+	var resume int
 	dest := append([]any{&r.ExecID, &r.RequestID, &r.Owner, &r.UserID, &r.Tenant, &r.Tool, &status, &started, &finished,
-		&r.DurationMS, &r.StepCount, &r.Error, &r.ParentExecID}, extra...)
+		&r.DurationMS, &r.StepCount, &r.Error, &r.ParentExecID, &resume}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return nil, err
 	}
 	r.Status = Status(status)
+	r.resumeState(resume)
 	r.StartedAt = time.Unix(0, started).UTC()
 	r.FinishedAt = fromNull(finished)
 	return &r, nil

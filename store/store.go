@@ -105,6 +105,9 @@ type Run struct {
 	// ParentExecID is the run that started this one (an agent's run names
 	// the run of the plan that called the agent); "" for a caller's run.
 	ParentExecID string
+	// Resumable reports that the run can go on: it is paused (Status is
+	// StatusPaused), or it was interrupted or failed and kept its request.
+	Resumable bool
 }
 
 // StepRecord is the record of one step of a run.

@@ -53,6 +53,14 @@ func (t *Telemetry) Hooks() *orchestrate.Hooks {
 		StepProgress: t.stepProgress,
 		StepEnded:    t.stepEnded,
 		RunFinished:  t.runFinished,
+		// A pause ends the run's span (status awaiting_client); a resume
+		// starts one for the run's next part.
+		RunPaused: func(i orchestrate.RunPausedInfo) {
+			t.runFinished(orchestrate.RunFinishedInfo{Run: i.Run, At: i.At, Envelope: i.Envelope})
+		},
+		RunResumed: func(i orchestrate.RunResumedInfo) {
+			t.runStarted(orchestrate.RunStartedInfo{Run: i.Run, At: i.At})
+		},
 	}
 }
 

@@ -19,7 +19,7 @@ func cmdExecutions(ctx context.Context, env *cliEnv, args []string) int {
 	cf.storeFlag(fs)
 	asJSON := fs.Bool("json", false, "print JSON: a page of runs, or one run with its envelope and steps")
 	limit := fs.Int("limit", 20, "list at most `N` runs")
-	status := fs.String("status", "", "list only runs with `STATUS`: running, success, failed, partial or interrupted")
+	status := fs.String("status", "", "list only runs with `STATUS`: running, paused, success, failed, partial or interrupted")
 	cursor := fs.String("cursor", "", "continue a listing from the `CURSOR` the previous page printed")
 	tenant := fs.String("tenant", "", "show only the runs of tenant `NAME` (\"\" shows every run)")
 	if code, ok := parse(env, fs, args); !ok {
@@ -57,6 +57,7 @@ func cmdExecutions(ctx context.Context, env *cliEnv, args []string) int {
 			return exitFailed
 		}
 		ex := server.ExecutionOf(run, steps)
+		ex.Pauses, _ = st.Pauses(ctx, run.ExecID)
 		if *asJSON {
 			writeJSON(env.stdout, ex)
 			return exitOK
@@ -85,7 +86,11 @@ func cmdExecutions(ctx context.Context, env *cliEnv, args []string) int {
 	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "EXEC ID\tSTARTED\tSTATUS\tSTEPS\tDURATION\tSOURCE\tERROR")
 	for _, e := range page.Executions {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", e.ExecID, e.StartedAt.Local().Format(time.DateTime), e.Status, e.Steps,
+		status := e.Status
+		if e.Resumable {
+			status += " (resumable)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", e.ExecID, e.StartedAt.Local().Format(time.DateTime), status, e.Steps,
 			time.Duration(e.DurationMS)*time.Millisecond, e.Tool, e.Error)
 	}
 	tw.Flush()
@@ -138,5 +143,11 @@ func printExecution(env *cliEnv, ex server.Execution) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", s.StepID, tool, s.Status, s.Attempts, time.Duration(s.DurationMS)*time.Millisecond, errText)
 	}
 	tw.Flush()
+	for _, p := range ex.Pauses {
+		fmt.Fprintf(w, "\n%s at %s", p.Event, p.At.Local().Format(time.RFC3339))
+	}
+	if ex.Resumable {
+		fmt.Fprintf(w, "\n\ncontinue it: orchestra resume %s", ex.ExecID)
+	}
 	fmt.Fprintf(w, "\nthe envelope: orchestra executions --json %s\n", ex.ExecID)
 }

@@ -41,6 +41,8 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) int {
 	switch {
 	case len(result.Artifact.ValidationErrors) > 0:
 		return exitInvalid
+	case result.Artifact.Status == orchestrate.StatusAwaitingClient:
+		return exitOK // paused: orchestra resume ID --results FILE goes on
 	case !result.Artifact.Success:
 		return exitFailed
 	}

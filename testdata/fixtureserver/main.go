@@ -170,6 +170,7 @@ func newServer(stderr io.Writer) *mcp.Server {
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
 	})
 
+	addTally(s)
 	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Returns its text."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, echoOut, error) {
 			return nil, echoOut(in), nil

@@ -1,0 +1,614 @@
+package orchestrate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/orchestra-mcp/orchestra/fsm"
+	"github.com/orchestra-mcp/orchestra/registry"
+	"github.com/orchestra-mcp/orchestra/schemas"
+)
+
+// Pausing. A tool only the client can run (a client tool declared in the
+// request, a tool the configuration marks client-final, ask_user without
+// elicitation) is not called: its step waits, with its arguments resolved,
+// while every other step that can run does. When nothing more can run, the
+// run pauses (state awaiting_client): its answer lists the pending calls,
+// and the run is kept (PauseStore) until a resume brings their results or
+// it expires. A resume replays the plan: the steps that ended keep their
+// outputs and are not run again (resume.go).
+
+// StatusAwaitingClient is the status of a paused run, and of its steps that
+// wait for the client.
+const StatusAwaitingClient = "awaiting_client"
+
+// Codes of pausing and resuming.
+const (
+	// CodeDeclined: the user declined or cancelled an ask_user question.
+	CodeDeclined = "declined"
+	// CodeClientError: the client reported that its tool failed.
+	CodeClientError = "client_error"
+	// CodePauseExpired: the run waited longer than limits.pause_ttl.
+	CodePauseExpired = "pause_expired"
+	// CodeUnknownRun: a resume names a run that does not exist (or that
+	// the caller may not see).
+	CodeUnknownRun = "unknown_run"
+	// CodeNotResumable: the run is not paused, interrupted or failed.
+	CodeNotResumable = "not_resumable"
+	// CodeAlreadyResumed: another resume took the run first.
+	CodeAlreadyResumed = "already_resumed"
+	// CodeInvalidResult: a client's result does not match its tool's
+	// output schema, or names no pending call.
+	CodeInvalidResult = "invalid_result"
+	// CodeClientInLoop: a tool loop or a loop's iteration cannot pause.
+	CodeClientInLoop = "client_in_loop"
+)
+
+// AskUserTool is the name of the built-in tool that asks the user.
+const AskUserTool = "ask_user"
+
+// ClientTool is a tool the caller runs itself, declared in the request's
+// client_tools. Plans call it by name like any tool.
+type ClientTool struct {
+	Name         string         `json:"name"`
+	Description  string         `json:"description,omitempty"`
+	InputSchema  map[string]any `json:"input_schema,omitempty"`
+	OutputSchema map[string]any `json:"output_schema,omitempty"`
+}
+
+// ResumeRequest continues a run: a paused one with the results of its
+// pending calls, an interrupted or failed one without.
+type ResumeRequest struct {
+	ExecID string `json:"exec_id"`
+	// Results are the outputs of pending calls, by step id (or call id);
+	// {"error": "message"} reports that the call failed.
+	Results map[string]any `json:"results,omitempty"`
+}
+
+// PendingCall is a call of a client tool the run waits for.
+type PendingCall struct {
+	// CallID names this call; a result for a call that is no longer
+	// pending is refused.
+	CallID    string         `json:"call_id"`
+	Step      string         `json:"step"`
+	Tool      string         `json:"tool"`
+	Arguments map[string]any `json:"arguments"`
+}
+
+// ResumeHint says how to continue a paused run.
+type ResumeHint struct {
+	ExecID    string `json:"exec_id"`
+	ExpiresAt string `json:"expires_at,omitempty"`
+	// How is the request that continues the run.
+	How string `json:"how"`
+}
+
+// Checkpoint is what a run needs to go on: its request, the records of its
+// steps that ended, and, while it is paused, the calls it waits for.
+type Checkpoint struct {
+	ExecID string
+	// Status is "paused", "interrupted" or "failed" for a run that can be
+	// resumed; anything else cannot be.
+	Status string
+	// Request holds the plan, bindings, client tools and the limits it
+	// asked for.
+	Request *Request
+	// Steps are the records of the run's tool steps that ended, by id.
+	Steps map[string]*StepRecord
+	// Pending are the calls a paused run waits for.
+	Pending []*PendingCall
+	// ExpiresAt is when a paused run stops waiting.
+	ExpiresAt time.Time
+	// Claims counts how often the run was taken up again; Claim takes it
+	// only when the count has not moved since Load.
+	Claims int
+}
+
+// Checkpoint statuses.
+const (
+	CheckpointPaused      = "paused"
+	CheckpointInterrupted = "interrupted"
+	CheckpointFailed      = "failed"
+)
+
+// ErrClaimed is returned by PauseStore.Claim when another resume took the
+// run since it was loaded.
+var ErrClaimed = errors.New("the run was resumed by another request")
+
+// ErrNoCheckpoint is returned by PauseStore.Load for a run that does not
+// exist, or that the caller may not see.
+var ErrNoCheckpoint = errors.New("no such run")
+
+// PauseStore keeps what paused runs and runs that may be resumed need.
+// Its methods are called with the context of the request concerned (a
+// store may read the caller's identity from it).
+type PauseStore interface {
+	// Keep records the request of a run whose plan is ready, so that the
+	// run can be resumed if it is interrupted or fails. It may queue the
+	// write.
+	Keep(ctx context.Context, execID string, req *Request)
+	// Pause records that the run waits for pending, until expires. It
+	// returns once that is durable: the client is answered after it.
+	Pause(ctx context.Context, execID string, req *Request, pending []*PendingCall, expires time.Time) error
+	// Load returns the checkpoint of a run, or ErrNoCheckpoint.
+	Load(ctx context.Context, execID string) (*Checkpoint, error)
+	// Claim takes the run for one resume: it fails with ErrClaimed unless
+	// its claims still number cp.Claims. A claimed run is running again.
+	// event ("resumed" or "expired") and the steps whose results came are
+	// for the run's history.
+	Claim(ctx context.Context, cp *Checkpoint, event string, steps []string) error
+}
+
+// memoryPauses keeps paused runs in memory: the engine's default, for
+// engines without a store. Only paused runs can be resumed with it.
+type memoryPauses struct {
+	mu     sync.Mutex
+	runs   map[string]*Checkpoint
+	claims int // claims so far, of every run
+}
+
+func (m *memoryPauses) Keep(context.Context, string, *Request) {}
+
+func (m *memoryPauses) Pause(_ context.Context, execID string, req *Request, pending []*PendingCall, expires time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.runs == nil {
+		m.runs = map[string]*Checkpoint{}
+	}
+	// Claims count every claim of the store: a checkpoint read before a
+	// claim never matches the run paused again after it.
+	claims := m.claims
+	now := time.Now()
+	for id, cp := range m.runs { // forget what can no longer be resumed
+		if cp.Status != CheckpointPaused || now.After(cp.ExpiresAt) {
+			delete(m.runs, id)
+		}
+	}
+	m.runs[execID] = &Checkpoint{ExecID: execID, Status: CheckpointPaused, Request: req, Pending: pending, ExpiresAt: expires, Claims: claims}
+	return nil
+}
+
+// stepsOf is set by the engine: memoryPauses reads the steps of a paused
+// run from the run that paused.
+func (m *memoryPauses) keepSteps(execID string, steps map[string]*StepRecord) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if cp := m.runs[execID]; cp != nil {
+		cp.Steps = steps
+	}
+}
+
+func (m *memoryPauses) Load(_ context.Context, execID string) (*Checkpoint, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	cp, ok := m.runs[execID]
+	if !ok {
+		return nil, ErrNoCheckpoint
+	}
+	c := *cp
+	return &c, nil
+}
+
+func (m *memoryPauses) Claim(_ context.Context, cp *Checkpoint, _ string, _ []string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	cur, ok := m.runs[cp.ExecID]
+	if !ok || cur.Claims != cp.Claims || cur.Status != cp.Status {
+		return ErrClaimed
+	}
+	m.claims++
+	cur.Claims = m.claims
+	cur.Status = "running"
+	return nil
+}
+
+// Elicit asks the user of the calling client a question (MCP
+// elicitation): message, and schema, when set, the form of the answer. It
+// returns the action (accept, decline or cancel) and the content.
+type Elicit func(ctx context.Context, message string, schema map[string]any) (action string, content map[string]any, err error)
+
+// pauseState is what a run knows about pausing and resuming.
+type pauseState struct {
+	tools   Tools                  // the catalog, with the request's client tools
+	issues  []*Issue               // the problems of the client tools' declarations
+	elicit  Elicit                 // nil: ask_user pauses
+	results map[string]any         // a resume's results, by step id
+	callIDs map[string]string      // the call ids of steps still pending, by step id
+	reuse   map[string]*StepRecord // the records of steps that ended before a resume, by id
+	resumed bool                   // the run was taken up again: no RunStarted
+	pending []*PendingCall         // guarded by run.mu
+}
+
+// clientTools is a catalog with the tools a request declares added.
+type clientTools struct {
+	Tools
+	own   map[string]registry.Tool
+	names []string
+}
+
+func (c *clientTools) Lookup(name string) (registry.Tool, bool) {
+	if t, ok := c.own[name]; ok {
+		return t, true
+	}
+	return c.Tools.Lookup(name)
+}
+
+func (c *clientTools) Names() []string { return c.names }
+
+// withClientTools returns tools with the declared client tools added, and
+// the problems of the declarations.
+func withClientTools(tools Tools, decl []*ClientTool) (Tools, []*Issue) {
+	if len(decl) == 0 {
+		return tools, nil
+	}
+	var issues []*Issue
+	own := map[string]registry.Tool{}
+	for i, ct := range decl {
+		path := fmt.Sprintf("client_tools[%d]", i)
+		switch _, taken := tools.Lookup(ct.Name); {
+		case !registry.NamePattern.MatchString(ct.Name):
+			issues = append(issues, &Issue{Path: path + ".name", Code: CodeInvalidValue, Message: fmt.Sprintf("client tool name %q must match %s", ct.Name, registry.NamePattern)})
+			continue
+		case taken:
+			issues = append(issues, &Issue{Path: path + ".name", Code: CodeInvalidValue, Message: fmt.Sprintf("client tool %q has the name of a server tool; rename it", ct.Name)})
+			continue
+		case own[ct.Name].Name != "":
+			issues = append(issues, &Issue{Path: path + ".name", Code: CodeInvalidValue, Message: fmt.Sprintf("client tool %q is declared twice", ct.Name)})
+			continue
+		}
+		t := registry.Tool{Name: ct.Name, Description: ct.Description, Mode: registry.ClientFinal, Source: "client"}
+		var err error
+		if t.InputSchema, err = clientSchema(ct.InputSchema); err != nil {
+			issues = append(issues, &Issue{Path: path + ".input_schema", Code: CodeInvalidValue, Message: "input_schema is not a usable JSON Schema: " + err.Error()})
+			continue
+		}
+		if t.InputSchema == nil {
+			t.InputSchema = &jsonschema.Schema{Type: "object"}
+		}
+		if t.OutputSchema, err = clientSchema(ct.OutputSchema); err != nil {
+			issues = append(issues, &Issue{Path: path + ".output_schema", Code: CodeInvalidValue, Message: "output_schema is not a usable JSON Schema: " + err.Error()})
+			continue
+		}
+		own[ct.Name] = t
+	}
+	names := slices.Clone(tools.Names())
+	for n := range own {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return &clientTools{Tools: tools, own: own, names: names}, issues
+}
+
+// clientSchema turns a declared schema into a resolved one, nil for none.
+func clientSchema(m map[string]any) (*jsonschema.Schema, error) {
+	if m == nil {
+		return nil, nil
+	}
+	data, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	s := &jsonschema.Schema{}
+	if err := json.Unmarshal(data, s); err != nil {
+		return nil, err
+	}
+	if _, err := schemas.Resolve(s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// clientCall handles step s, whose tool only the client can finish: with
+// a resume's result it ends with it; ask_user asks through elicitation
+// when the client has it; otherwise the step waits for the client.
+func (r *run) clientCall(ctx context.Context, s *Step, tool registry.Tool, args map[string]any) {
+	if v, ok := r.ps.results[s.ID]; ok {
+		if msg, failed := clientFailure(v); failed {
+			r.end(s, StatusFailed, nil, &Error{Code: CodeClientError, Message: msg})
+			return
+		}
+		if tool.Name == AskUserTool {
+			r.askAnswered(s, v)
+			return
+		}
+		r.end(s, StatusSuccess, v, nil)
+		return
+	}
+	if tool.Name == AskUserTool && r.ps.elicit != nil {
+		r.ask(ctx, s, args)
+		return
+	}
+	id := r.ps.callIDs[s.ID]
+	if id == "" {
+		id = r.e.opts.NewID()
+	}
+	r.mu.Lock()
+	rec := r.records[s]
+	rec.Status = StatusAwaitingClient
+	r.ps.pending = append(r.ps.pending, &PendingCall{CallID: id, Step: s.ID, Tool: s.Tool, Arguments: args})
+	r.mu.Unlock()
+}
+
+// clientFailure reports whether a client's result is {"error": "..."}.
+func clientFailure(v any) (string, bool) {
+	m, ok := v.(map[string]any)
+	if !ok || len(m) != 1 {
+		return "", false
+	}
+	msg, ok := m["error"].(string)
+	return msg, ok
+}
+
+// ask runs ask_user through elicitation.
+func (r *run) ask(ctx context.Context, s *Step, args map[string]any) {
+	msg, _ := args["message"].(string)
+	schema, _ := args["schema"].(map[string]any)
+	action, content, err := r.ps.elicit(ctx, msg, schema)
+	if err != nil {
+		if ctx.Err() != nil {
+			r.end(s, ctxStatus(ctx), nil, r.ctxError(ctx, err))
+			return
+		}
+		r.end(s, StatusFailed, nil, &Error{Code: CodeToolError, Message: "asking the user: " + err.Error()})
+		return
+	}
+	out := map[string]any{"action": action, "content": content}
+	if content == nil {
+		out["content"] = map[string]any{}
+	}
+	r.askAnswered(s, out)
+}
+
+// askAnswered ends an ask_user step with the user's answer: accept
+// succeeds, decline and cancel fail with declined.
+func (r *run) askAnswered(s *Step, out any) {
+	m, _ := out.(map[string]any)
+	action, _ := m["action"].(string)
+	if action != "accept" {
+		r.mu.Lock()
+		r.records[s].Output = out
+		r.mu.Unlock()
+		r.end(s, StatusFailed, nil, &Error{Code: CodeDeclined, Message: fmt.Sprintf("the user answered %q", action)})
+		return
+	}
+	r.end(s, StatusSuccess, out, nil)
+}
+
+// waits reports whether step s (a tool step or a group) waits for the
+// client.
+func (r *run) waits(s *Step) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.records[s].Status == StatusAwaitingClient
+}
+
+// paused reports whether calls wait for the client.
+func (r *run) paused() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.ps.pending) > 0
+}
+
+// abandon ends step s, which waited for the client, as cancelled: the run
+// stops (a halt, a timeout) or its group settled without it.
+func (r *run) abandon(s *Step) {
+	for _, c := range s.Parallel {
+		r.abandon(c)
+	}
+	r.mu.Lock()
+	rec := r.records[s]
+	if rec.ended {
+		r.mu.Unlock()
+		return
+	}
+	waited := rec.Status == StatusAwaitingClient
+	if waited {
+		rec.Status = StatusCancelled
+		rec.Error = &Error{StepID: s.ID, Code: CodeCancelled, Message: "not needed any more: the run or its group stopped while the call waited for the client"}
+		r.ps.pending = slices.DeleteFunc(r.ps.pending, func(p *PendingCall) bool { return p.Step == s.ID })
+	}
+	r.mu.Unlock()
+	if waited {
+		r.stepEnded(s, fsm.EventStepFinished)
+		return
+	}
+	r.skip(s, nil)
+}
+
+// pause ends this part of a paused run: the run is kept until a resume or
+// until it expires, and its answer lists the pending calls.
+func (r *run) pause() *Envelope {
+	defer r.bytes.releaseAll()
+	r.mu.Lock()
+	pending := slices.Clone(r.ps.pending)
+	r.mu.Unlock()
+	slices.SortFunc(pending, func(a, b *PendingCall) int { return r.order(a.Step) - r.order(b.Step) })
+	expires := time.Now().Add(r.e.lim.PauseTTL)
+	req := r.checkpointRequest()
+	if err := r.e.pauses.Pause(r.fireCtx, r.execID, req, pending, expires); err != nil {
+		// A pause that cannot be kept cannot be resumed: the run fails.
+		r.e.log.Error("keeping a paused run", "exec_id", r.execID, "err", err)
+		r.addError(&Error{Code: CodePauseExpired, Message: "the paused run could not be kept, so it cannot be resumed: " + err.Error()})
+		r.fire(fsm.EventTimeout)
+		for _, s := range r.plan.Steps {
+			r.abandon(s)
+		}
+		return r.finish()
+	}
+	if mp, ok := r.e.pauses.(*memoryPauses); ok {
+		mp.keepSteps(r.execID, r.endedSteps())
+	}
+	env := r.snapshot().envelope()
+	a := env.Artifact
+	a.Status, a.Success = StatusAwaitingClient, false
+	a.Pending = pending
+	a.Resume = &ResumeHint{
+		ExecID:    r.execID,
+		ExpiresAt: expires.UTC().Format(time.RFC3339),
+		How:       `call agent_orchestrate with {"resume": {"exec_id": "` + r.execID + `", "results": {"<step>": <output> | {"error": "..."}}}}`,
+	}
+	callHook(r, "RunPaused", r.hooks.RunPaused, RunPausedInfo{Run: r.info, At: time.Now(), Envelope: env})
+	r.m.Release()
+	return env
+}
+
+// order returns the place of step id in the plan, for sorting.
+func (r *run) order(id string) int {
+	for i, s := range r.plan.All() {
+		if s.ID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// checkpointRequest is the request a resume of this run goes on with.
+func (r *run) checkpointRequest() *Request {
+	return &Request{Plan: r.plan, Bindings: r.req.Bindings, TimeoutMS: r.req.TimeoutMS, MaxParallel: r.req.MaxParallel, ClientTools: r.req.ClientTools}
+}
+
+// endedSteps returns copies of the records of the tool steps that ended.
+func (r *run) endedSteps() map[string]*StepRecord {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[string]*StepRecord{}
+	for s, rec := range r.records {
+		if !s.IsGroup() && rec.ended {
+			out[s.ID] = copyRecord(rec)
+		}
+	}
+	return out
+}
+
+// validateResult checks a client's result against the output schema of
+// its tool.
+func validateResult(tool registry.Tool, v any) error {
+	if _, failed := clientFailure(v); failed || tool.OutputSchema == nil {
+		return nil
+	}
+	rs, err := schemas.Resolve(tool.OutputSchema)
+	if err != nil {
+		return nil // a schema that does not resolve cannot be checked
+	}
+	if err := rs.Validate(v); err != nil {
+		return errors.New(schemas.CleanError(err))
+	}
+	return nil
+}
+
+// pausedSummary is the summary line of a paused run.
+func pausedSummary(a *Artifact, succeeded, leaves int) string {
+	calls := make([]string, 0, len(a.Pending))
+	for _, p := range a.Pending {
+		calls = append(calls, p.Step+" ("+p.Tool+")")
+	}
+	id := ""
+	if a.Resume != nil {
+		id = a.Resume.ExecID
+	}
+	return fmt.Sprintf("Plan paused: %d of %d tool steps succeeded; it waits for the client to run %s. Resume with {\"resume\": {\"exec_id\": %q, \"results\": {\"<step>\": <output>}}}.",
+		succeeded, leaves, joinAnd(calls), id)
+}
+
+func joinAnd(s []string) string {
+	switch len(s) {
+	case 0:
+		return "nothing"
+	case 1:
+		return s[0]
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
+}
+
+// ClientRegistryTools returns the usable declarations of decl as catalog
+// tools (client-final), for a planner to offer.
+func ClientRegistryTools(decl []*ClientTool) []registry.Tool {
+	tools, _ := withClientTools(registry.NewCatalog(), decl)
+	ct, ok := tools.(*clientTools)
+	if !ok {
+		return nil
+	}
+	out := make([]registry.Tool, 0, len(ct.own))
+	for _, n := range ct.names {
+		out = append(out, ct.own[n])
+	}
+	return out
+}
+
+// clientFinal reports whether the client finishes tool t: a client tool,
+// a tool marked client-final, ask_user.
+func (r *run) clientFinal(t registry.Tool) bool {
+	return t.Mode == registry.ClientFinal || r.e.opts.ClientFinal != nil && r.e.opts.ClientFinal(t.Name)
+}
+
+// mayPause reports whether step s, a tool step, may wait for the client:
+// its tool is client-final, and it is not ask_user with elicitation.
+func (r *run) mayPause(s *Step) bool {
+	t, ok := r.ps.tools.Lookup(s.Tool)
+	return ok && r.clientFinal(t) && !(t.Name == AskUserTool && r.ps.elicit != nil)
+}
+
+// clientInLoop returns the issue of tool step s when it may pause but runs
+// where nothing can wait for the client (a tool loop, a loop's
+// iteration), nil otherwise.
+func (r *run) clientInLoop(s *Step, where string) *Issue {
+	if s.IsGroup() || !r.mayPause(s) {
+		return nil
+	}
+	idx := s.index
+	return &Issue{Step: &idx, StepID: s.ID, Path: s.path, Code: CodeClientInLoop,
+		Message: fmt.Sprintf("%s is run by the client, and %s cannot pause for it; call it from a top-level plan step instead", s.Tool, where)}
+}
+
+// noPauseIssues refuses the steps of a plan that must not pause.
+func (r *run) noPauseIssues() []*Issue {
+	var out []*Issue
+	for _, s := range r.plan.Leaves() {
+		if is := r.clientInLoop(s, "a tool loop"); is != nil {
+			out = append(out, is)
+		}
+	}
+	return out
+}
+
+// loopIssues refuses the tool steps of loop bodies that may pause: a
+// loop's iterations cannot wait for the client.
+func (r *run) loopIssues() []*Issue {
+	var out []*Issue
+	var body func(s *Step)
+	body = func(s *Step) {
+		if s.IsGroup() || s.IsLoop() {
+			for _, c := range s.children() {
+				body(c)
+			}
+			return
+		}
+		if is := r.clientInLoop(s, "a for_each loop's iteration"); is != nil {
+			out = append(out, is)
+		}
+	}
+	for _, s := range r.plan.All() {
+		if s.IsLoop() && (s.parent == nil || !inLoop(s)) {
+			body(s.Do)
+		}
+	}
+	return out
+}
+
+// inLoop reports whether s is in the body of a loop.
+func inLoop(s *Step) bool {
+	for p := s.parent; p != nil; p = p.parent {
+		if p.IsLoop() {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,209 @@
+package orchestrate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/orchestra-mcp/orchestra/fsm"
+)
+
+// Resume continues a run (the request's resume): a paused run with the
+// results of its pending calls, an interrupted or failed run without. The
+// run goes on under its own exec id, with its plan, bindings and the
+// outputs of the steps that ended: those steps are not run again. A resume
+// that cannot go on (an unknown run, a result of the wrong shape, a run
+// another resume took) runs nothing and leaves the run as it was; a paused
+// run whose pause expired fails with pause_expired.
+func (e *Engine) Resume(ctx context.Context, req *Request) *Envelope {
+	rs := req.Resume
+	if rs == nil || rs.ExecID == "" {
+		return e.refuse(ctx, "resume.exec_id", CodeInvalidRequest, `resume needs the exec_id of the run: {"resume": {"exec_id": "...", "results": {...}}}`, "")
+	}
+	cp, err := e.pauses.Load(ctx, rs.ExecID)
+	if errors.Is(err, ErrNoCheckpoint) {
+		return e.refuse(ctx, "resume.exec_id", CodeUnknownRun, fmt.Sprintf("there is no run %s to resume (orchestra executions lists the runs and which can be resumed)", rs.ExecID), "")
+	}
+	if err != nil {
+		return e.refuse(ctx, "resume.exec_id", CodeUnknownRun, fmt.Sprintf("reading run %s: %v", rs.ExecID, err), "")
+	}
+	var results map[string]any
+	switch cp.Status {
+	case CheckpointPaused:
+		if time.Now().After(cp.ExpiresAt) {
+			return e.expire(ctx, cp)
+		}
+		var issues []*Issue
+		results, issues = e.checkResults(cp, rs.Results)
+		if len(issues) > 0 {
+			return e.refuseAll(ctx, issues, cp.ExecID)
+		}
+	case CheckpointInterrupted, CheckpointFailed:
+		if len(rs.Results) > 0 {
+			return e.refuse(ctx, "resume.results", CodeInvalidRequest, fmt.Sprintf("run %s is %s and waits for no results; resume it without results to run the steps that did not succeed", cp.ExecID, cp.Status), "")
+		}
+	default:
+		return e.refuse(ctx, "resume.exec_id", CodeNotResumable, fmt.Sprintf("run %s is %s; only paused, interrupted and failed runs can be resumed", cp.ExecID, cp.Status), "")
+	}
+	steps := slices.Sorted(func(yield func(string) bool) {
+		for id := range results {
+			if !yield(id) {
+				return
+			}
+		}
+	})
+	if err := e.pauses.Claim(ctx, cp, "resumed", steps); err != nil {
+		if errors.Is(err, ErrClaimed) {
+			return e.refuse(ctx, "resume.exec_id", CodeAlreadyResumed, fmt.Sprintf("run %s was resumed by another request; read orchestra://executions/%s for what came of it", cp.ExecID, cp.ExecID), "")
+		}
+		return e.refuse(ctx, "resume.exec_id", CodeUnknownRun, fmt.Sprintf("taking up run %s: %v", cp.ExecID, err), "")
+	}
+	r := e.resumedRun(ctx, cp)
+	r.ps.results = results
+	callHook(r, "RunResumed", r.hooks.RunResumed, RunResumedInfo{Run: r.info, At: r.started})
+	return r.run(ctx, nil)
+}
+
+// refuse answers a resume that cannot go on; a run still paused is named
+// in artifact.resume.
+func (e *Engine) refuse(ctx context.Context, path, code, msg, paused string) *Envelope {
+	return e.refuseAll(ctx, []*Issue{{Path: path, Code: code, Message: msg}}, paused)
+}
+
+func (e *Engine) refuseAll(ctx context.Context, issues []*Issue, paused string) *Envelope {
+	env := e.Reject(ctx, issues)
+	if paused != "" {
+		env.Artifact.Resume = &ResumeHint{ExecID: paused, How: "the run is still paused: resume it again with results that match"}
+	}
+	return env
+}
+
+// checkResults matches a resume's results with the pending calls of a
+// paused run, by step id or call id, and checks each against its tool's
+// output schema. It returns the results by step id.
+func (e *Engine) checkResults(cp *Checkpoint, given map[string]any) (map[string]any, []*Issue) {
+	waiting := make([]string, 0, len(cp.Pending))
+	for _, p := range cp.Pending {
+		waiting = append(waiting, fmt.Sprintf("%s (%s, call %s)", p.Step, p.Tool, p.CallID))
+	}
+	if len(given) == 0 {
+		return nil, []*Issue{{Path: "resume.results", Code: CodeInvalidResult, Message: fmt.Sprintf("run %s waits for the results of %s; send them in resume.results by step id", cp.ExecID, strings.Join(waiting, ", "))}}
+	}
+	tools, _ := withClientTools(e.opts.Tools, cp.Request.ClientTools)
+	out := map[string]any{}
+	var issues []*Issue
+	for _, key := range sortedKeys(given) {
+		v := given[key]
+		i := slices.IndexFunc(cp.Pending, func(p *PendingCall) bool { return p.Step == key || p.CallID == key })
+		if i < 0 {
+			issues = append(issues, &Issue{Path: "resume.results." + key, Code: CodeInvalidResult, Message: fmt.Sprintf("%q names no call the run waits for (a call answered before, or no client call at all); it waits for %s", key, strings.Join(waiting, ", "))})
+			continue
+		}
+		p := cp.Pending[i]
+		if tool, ok := tools.Lookup(p.Tool); ok {
+			if err := validateResult(tool, v); err != nil {
+				issues = append(issues, &Issue{Path: "resume.results." + key, StepID: p.Step, Code: CodeInvalidResult, Message: fmt.Sprintf("the result of %s does not match the output schema of %s: %v; the run stays paused", p.Step, p.Tool, err)})
+				continue
+			}
+		}
+		out[p.Step] = v
+	}
+	return out, issues
+}
+
+// resumedRun makes the run that takes up cp: its exec id, its request,
+// the records of its steps that ended, and the call ids of its pending
+// calls.
+func (e *Engine) resumedRun(ctx context.Context, cp *Checkpoint) *run {
+	r := e.newRun(ctx, cp.Request)
+	r.execID, r.info.ExecID = cp.ExecID, cp.ExecID
+	if e.opts.Record != nil {
+		r.recordURI = e.opts.Record(cp.ExecID)
+	}
+	r.ps.resumed = true
+	r.ps.reuse = map[string]*StepRecord{}
+	for id, rec := range cp.Steps {
+		// A paused run keeps every step that ended; an interrupted or
+		// failed one only those that succeeded.
+		if cp.Status == CheckpointPaused || rec.Status == StatusSuccess {
+			r.ps.reuse[id] = rec
+		}
+	}
+	r.ps.callIDs = map[string]string{}
+	for _, p := range cp.Pending {
+		r.ps.callIDs[p.Step] = p.CallID
+	}
+	if cp.Status == CheckpointPaused {
+		r.m.Release()
+		if e.transition != nil {
+			r.m = fsm.NewPaused(e.transition)
+		} else {
+			r.m = fsm.NewPaused()
+		}
+	}
+	return r
+}
+
+// restore puts the records of the steps that ended before a resume in
+// place: they end as they did, without running or being reported again.
+func (r *run) restore() {
+	if len(r.ps.reuse) == 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, s := range r.plan.Leaves() {
+		old, ok := r.ps.reuse[s.ID]
+		if !ok || old.Tool != s.Tool || inLoop(s) { // a loop runs again in full
+			continue
+		}
+		rec := r.records[s]
+		rec.Status, rec.Output, rec.Error, rec.Attempts = old.Status, old.Output, old.Error, old.Attempts
+		rec.StartedAt, rec.DurationMS, rec.ExecID, rec.Arguments, rec.SkillID = old.StartedAt, old.DurationMS, old.ExecID, old.Arguments, old.SkillID
+		rec.ended = true
+		if rec.Status == StatusSuccess || rec.Status == StatusPartial {
+			r.outputs[s] = rec.Output
+		}
+	}
+}
+
+// startEvent is the event that starts dispatching a validated plan: a
+// paused run taken up again resumes.
+func (r *run) startEvent() string {
+	if r.m.Current() == fsm.StateAwaitingClient {
+		return fsm.EventResume
+	}
+	return fsm.EventValidated
+}
+
+// expire ends a paused run whose pause expired: it fails with
+// pause_expired, its pending calls cancelled.
+func (e *Engine) expire(ctx context.Context, cp *Checkpoint) *Envelope {
+	if err := e.pauses.Claim(ctx, cp, "expired", nil); err != nil {
+		return e.refuse(ctx, "resume.exec_id", CodeAlreadyResumed, fmt.Sprintf("run %s was taken up by another request; read orchestra://executions/%s", cp.ExecID, cp.ExecID), "")
+	}
+	r := e.resumedRun(ctx, cp)
+	callHook(r, "RunResumed", r.hooks.RunResumed, RunResumedInfo{Run: r.info, At: r.started})
+	r.plan = cp.Request.Plan
+	r.info.Plan, r.info.Leaves = r.plan, len(r.plan.Leaves())
+	r.validate()
+	r.prepare()
+	r.restore()
+	r.mu.Lock()
+	for _, s := range r.plan.Leaves() {
+		if _, ok := r.ps.callIDs[s.ID]; ok {
+			r.records[s].Status = StatusAwaitingClient
+		}
+	}
+	r.mu.Unlock()
+	r.stop()
+	r.addError(&Error{Code: CodePauseExpired, Message: fmt.Sprintf("run %s waited for the client's results until %s (limits.pause_ttl is %s) and expired; start it again", cp.ExecID, cp.ExpiresAt.UTC().Format(time.RFC3339), e.lim.PauseTTL)})
+	r.fire(fsm.EventTimeout)
+	for _, s := range r.plan.Steps {
+		r.abandon(s)
+	}
+	return r.finish()
+}
