@@ -54,7 +54,7 @@ func TestInspectorStrict(t *testing.T) {
 		names = append(names, tool.Name)
 	}
 	slices.Sort(names)
-	if want := []string{"agent_orchestrate", "http_request", "json_query", "render"}; !slices.Equal(names, want) {
+	if want := []string{"agent_orchestrate", "http_request", "json_query", "orchestra_tools", "render"}; !slices.Equal(names, want) {
 		t.Errorf("the Inspector listed %v, want %v", names, want)
 	}
 	if !strings.Contains(stderr.String(), "0 errors") {

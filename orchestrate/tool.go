@@ -35,14 +35,14 @@ func MCPTool(unlisted []registry.Tool) *mcp.Tool {
 
 func boolPtr(b bool) *bool { return &b }
 
-const howTo = `Runs a multi-step tool plan in ONE call: use it instead of calling tools one by one. The whole plan is checked against the tools' schemas first; every problem is reported at once and nothing runs.
+const howTo = `Runs a multi-step tool plan in ONE call instead of calling tools one by one. It is checked against the tools' schemas first: on any problem nothing runs, and all are reported.
 
 Steps run in order; {"parallel": [steps]} runs a group at once; "schedule": "dag" starts each step when its inputs are ready. Templates in argument strings:
 - "$0.output.f" (step 0's output, type kept), "$id.output.items[0].url" (by step id), "$bindings.name"
 - "text ${id.output.title} text" interpolates.
-A step's output is the tool's structured output, or {"text": "..."} without one.
+A step's output is the tool's structured output, else {"text": "..."}.
 
-Give the plan an "answer" (text with ${...}) or a "return" (a template value): the response then carries artifact.answer or artifact.result and no step outputs. "response": "full" returns everything.
+A plan's "answer" (text with ${...}) or "return" (a template value) comes back as artifact.answer or artifact.result, without step outputs; "response": "full" returns all.
 
 Example:
 {"plan": {"steps": [
@@ -50,8 +50,9 @@ Example:
  {"id": "r", "tool": "render", "arguments": {"template": "n={{.n}}", "values": {"n": "$q.output.result"}}}
 ], "answer": "${r.output.text}"}}
 
-Step options: timeout_ms, retry {max_attempts, backoff_ms}, on_error: "continue". Group: merge "collect" | "first_success" | "all_settled". "dry_run": true only validates.
-{"id": "reads", "for_each": "$list.output.items", "do": {<step using "$item.path", "$item_index">}, "max_concurrency": 4} runs do per element; its output is the array of their outputs. Any step may have "when": "$check.output.ok" to run only when that value is truthy.`
+Step options: timeout_ms, retry {max_attempts, backoff_ms}, on_error: "continue", "when": "$c.output.ok" (runs only if truthy). Group: merge "collect" | "first_success" | "all_settled". "dry_run": true only validates.
+{"for_each": "$l.output.items", "do": {step using "$item.x", "$item_index"}} runs do per element; output: their array.
+"client_tools" (run by you) pause the run (artifact.pending); go on with {"resume": {"exec_id": "...", "results": {"<step id>": output}}}.`
 
 // maxUnlistedBytes caps what the description spends on the tools a plan
 // can call that tools/list does not show; orchestra_tools describes the
