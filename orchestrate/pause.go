@@ -2,15 +2,11 @@ package orchestrate
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
-
-	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/orchestra-mcp/orchestra/fsm"
 	"github.com/orchestra-mcp/orchestra/registry"
@@ -91,125 +87,6 @@ type ResumeHint struct {
 	How string `json:"how"`
 }
 
-// Checkpoint is what a run needs to go on: its request, the records of its
-// steps that ended, and, while it is paused, the calls it waits for.
-type Checkpoint struct {
-	ExecID string
-	// Status is "paused", "interrupted" or "failed" for a run that can be
-	// resumed; anything else cannot be.
-	Status string
-	// Request holds the plan, bindings, client tools and the limits it
-	// asked for.
-	Request *Request
-	// Steps are the records of the run's tool steps that ended, by id.
-	Steps map[string]*StepRecord
-	// Pending are the calls a paused run waits for.
-	Pending []*PendingCall
-	// ExpiresAt is when a paused run stops waiting.
-	ExpiresAt time.Time
-	// Claims counts how often the run was taken up again; Claim takes it
-	// only when the count has not moved since Load.
-	Claims int
-}
-
-// Checkpoint statuses.
-const (
-	CheckpointPaused      = "paused"
-	CheckpointInterrupted = "interrupted"
-	CheckpointFailed      = "failed"
-)
-
-// ErrClaimed is returned by PauseStore.Claim when another resume took the
-// run since it was loaded.
-var ErrClaimed = errors.New("the run was resumed by another request")
-
-// ErrNoCheckpoint is returned by PauseStore.Load for a run that does not
-// exist, or that the caller may not see.
-var ErrNoCheckpoint = errors.New("no such run")
-
-// PauseStore keeps what paused runs and runs that may be resumed need.
-// Its methods are called with the context of the request concerned (a
-// store may read the caller's identity from it).
-type PauseStore interface {
-	// Keep records the request of a run whose plan is ready, so that the
-	// run can be resumed if it is interrupted or fails. It may queue the
-	// write.
-	Keep(ctx context.Context, execID string, req *Request)
-	// Pause records that the run waits for pending, until expires. It
-	// returns once that is durable: the client is answered after it.
-	Pause(ctx context.Context, execID string, req *Request, pending []*PendingCall, expires time.Time) error
-	// Load returns the checkpoint of a run, or ErrNoCheckpoint.
-	Load(ctx context.Context, execID string) (*Checkpoint, error)
-	// Claim takes the run for one resume: it fails with ErrClaimed unless
-	// its claims still number cp.Claims. A claimed run is running again.
-	// event ("resumed" or "expired") and the steps whose results came are
-	// for the run's history.
-	Claim(ctx context.Context, cp *Checkpoint, event string, steps []string) error
-}
-
-// memoryPauses keeps paused runs in memory: the engine's default, for
-// engines without a store. Only paused runs can be resumed with it.
-type memoryPauses struct {
-	mu     sync.Mutex
-	runs   map[string]*Checkpoint
-	claims int // claims so far, of every run
-}
-
-func (m *memoryPauses) Keep(context.Context, string, *Request) {}
-
-func (m *memoryPauses) Pause(_ context.Context, execID string, req *Request, pending []*PendingCall, expires time.Time) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.runs == nil {
-		m.runs = map[string]*Checkpoint{}
-	}
-	// Claims count every claim of the store: a checkpoint read before a
-	// claim never matches the run paused again after it.
-	claims := m.claims
-	now := time.Now()
-	for id, cp := range m.runs { // forget what can no longer be resumed
-		if cp.Status != CheckpointPaused || now.After(cp.ExpiresAt) {
-			delete(m.runs, id)
-		}
-	}
-	m.runs[execID] = &Checkpoint{ExecID: execID, Status: CheckpointPaused, Request: req, Pending: pending, ExpiresAt: expires, Claims: claims}
-	return nil
-}
-
-// stepsOf is set by the engine: memoryPauses reads the steps of a paused
-// run from the run that paused.
-func (m *memoryPauses) keepSteps(execID string, steps map[string]*StepRecord) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if cp := m.runs[execID]; cp != nil {
-		cp.Steps = steps
-	}
-}
-
-func (m *memoryPauses) Load(_ context.Context, execID string) (*Checkpoint, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	cp, ok := m.runs[execID]
-	if !ok {
-		return nil, ErrNoCheckpoint
-	}
-	c := *cp
-	return &c, nil
-}
-
-func (m *memoryPauses) Claim(_ context.Context, cp *Checkpoint, _ string, _ []string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	cur, ok := m.runs[cp.ExecID]
-	if !ok || cur.Claims != cp.Claims || cur.Status != cp.Status {
-		return ErrClaimed
-	}
-	m.claims++
-	cur.Claims = m.claims
-	cur.Status = "running"
-	return nil
-}
-
 // Elicit asks the user of the calling client a question (MCP
 // elicitation): message, and schema, when set, the form of the answer. It
 // returns the action (accept, decline or cancel) and the content.
@@ -225,85 +102,6 @@ type pauseState struct {
 	reuse   map[string]*StepRecord // the records of steps that ended before a resume, by id
 	resumed bool                   // the run was taken up again: no RunStarted
 	pending []*PendingCall         // guarded by run.mu
-}
-
-// clientTools is a catalog with the tools a request declares added.
-type clientTools struct {
-	Tools
-	own   map[string]registry.Tool
-	names []string
-}
-
-func (c *clientTools) Lookup(name string) (registry.Tool, bool) {
-	if t, ok := c.own[name]; ok {
-		return t, true
-	}
-	return c.Tools.Lookup(name)
-}
-
-func (c *clientTools) Names() []string { return c.names }
-
-// withClientTools returns tools with the declared client tools added, and
-// the problems of the declarations.
-func withClientTools(tools Tools, decl []*ClientTool) (Tools, []*Issue) {
-	if len(decl) == 0 {
-		return tools, nil
-	}
-	var issues []*Issue
-	own := map[string]registry.Tool{}
-	for i, ct := range decl {
-		path := fmt.Sprintf("client_tools[%d]", i)
-		switch _, taken := tools.Lookup(ct.Name); {
-		case !registry.NamePattern.MatchString(ct.Name):
-			issues = append(issues, &Issue{Path: path + ".name", Code: CodeInvalidValue, Message: fmt.Sprintf("client tool name %q must match %s", ct.Name, registry.NamePattern)})
-			continue
-		case taken:
-			issues = append(issues, &Issue{Path: path + ".name", Code: CodeInvalidValue, Message: fmt.Sprintf("client tool %q has the name of a server tool; rename it", ct.Name)})
-			continue
-		case own[ct.Name].Name != "":
-			issues = append(issues, &Issue{Path: path + ".name", Code: CodeInvalidValue, Message: fmt.Sprintf("client tool %q is declared twice", ct.Name)})
-			continue
-		}
-		t := registry.Tool{Name: ct.Name, Description: ct.Description, Mode: registry.ClientFinal, Source: "client"}
-		var err error
-		if t.InputSchema, err = clientSchema(ct.InputSchema); err != nil {
-			issues = append(issues, &Issue{Path: path + ".input_schema", Code: CodeInvalidValue, Message: "input_schema is not a usable JSON Schema: " + err.Error()})
-			continue
-		}
-		if t.InputSchema == nil {
-			t.InputSchema = &jsonschema.Schema{Type: "object"}
-		}
-		if t.OutputSchema, err = clientSchema(ct.OutputSchema); err != nil {
-			issues = append(issues, &Issue{Path: path + ".output_schema", Code: CodeInvalidValue, Message: "output_schema is not a usable JSON Schema: " + err.Error()})
-			continue
-		}
-		own[ct.Name] = t
-	}
-	names := slices.Clone(tools.Names())
-	for n := range own {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return &clientTools{Tools: tools, own: own, names: names}, issues
-}
-
-// clientSchema turns a declared schema into a resolved one, nil for none.
-func clientSchema(m map[string]any) (*jsonschema.Schema, error) {
-	if m == nil {
-		return nil, nil
-	}
-	data, err := json.Marshal(m)
-	if err != nil {
-		return nil, err
-	}
-	s := &jsonschema.Schema{}
-	if err := json.Unmarshal(data, s); err != nil {
-		return nil, err
-	}
-	if _, err := schemas.Resolve(s); err != nil {
-		return nil, err
-	}
-	return s, nil
 }
 
 // clientCall handles step s, whose tool only the client can finish: with
@@ -526,21 +324,6 @@ func joinAnd(s []string) string {
 		return s[0]
 	}
 	return strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
-}
-
-// ClientRegistryTools returns the usable declarations of decl as catalog
-// tools (client-final), for a planner to offer.
-func ClientRegistryTools(decl []*ClientTool) []registry.Tool {
-	tools, _ := withClientTools(registry.NewCatalog(), decl)
-	ct, ok := tools.(*clientTools)
-	if !ok {
-		return nil
-	}
-	out := make([]registry.Tool, 0, len(ct.own))
-	for _, n := range ct.names {
-		out = append(out, ct.own[n])
-	}
-	return out
 }
 
 // clientFinal reports whether the client finishes tool t: a client tool,
