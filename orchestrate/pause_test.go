@@ -367,10 +367,22 @@ func TestToolLoopsCannotPause(t *testing.T) {
 // failing sibling in a collect group, or a failing step of a dag, cancels
 // the waiting call and the run fails with every step ended once.
 func TestStoppedRunsDoNotPause(t *testing.T) {
-	fail := fakeTool(t, "fail", "", "", func(context.Context, map[string]any) (*registry.Result, error) {
+	// fail fails only once the client call has started: else the halt
+	// could skip it before it waits, and there would be nothing to cancel.
+	var started chan struct{}
+	fail := fakeTool(t, "fail", "", "", func(ctx context.Context, _ map[string]any) (*registry.Result, error) {
+		select {
+		case <-started:
+		case <-ctx.Done():
+		}
 		return registry.ErrorResult("broken"), nil
 	})
 	cat := registry.NewCatalog(fail)
+	hooks := &Hooks{StepStarted: func(i StepStartedInfo) {
+		if i.Step.ID == "e" {
+			close(started)
+		}
+	}}
 	for name, req := range map[string]string{
 		"group": `{"client_tools": [{"name": "edit"}], "plan": {"steps": [{"id": "g", "parallel": [
 			{"id": "e", "tool": "edit", "arguments": {}}, {"id": "f", "tool": "fail", "arguments": {}}]}]}}`,
@@ -378,7 +390,8 @@ func TestStoppedRunsDoNotPause(t *testing.T) {
 			{"id": "e", "tool": "edit", "arguments": {}}, {"id": "f", "tool": "fail", "arguments": {}}]}}`,
 	} {
 		t.Run(name, func(t *testing.T) {
-			e := newTestEngine(t, cat, Limits{})
+			started = make(chan struct{})
+			e := newTestEngine(t, cat, Limits{}, hooks)
 			env := e.Run(t.Context(), mustRequest(t, req))
 			if env.Artifact.Status != StatusFailed || len(env.Artifact.Pending) != 0 {
 				t.Fatalf("%s", env.JSON())
