@@ -60,30 +60,7 @@ func TestKilledRunIsInterrupted(t *testing.T) {
 	if err := os.WriteFile(planFile, []byte(plan), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(orchestraBin, "run", "--config", cfg, "--store", db, planFile)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-started:
-	case <-time.After(30 * time.Second):
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Fatalf("the slow step never started:\n%s", stderr.String())
-	}
-	// Records are committed in the background, shortly after the step
-	// starts: kill the process once its start is on disk.
-	if err := waitForStep(db, "slow", "running", 30*time.Second); err != nil {
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Fatalf("%v\n%s", err, stderr.String())
-	}
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	cmd.Wait()
+	killMidStep(t, cfg, db, planFile, started, "slow")
 
 	st, err := store.Open(t.Context(), db, store.Options{})
 	if err != nil {
@@ -126,6 +103,36 @@ func TestKilledRunIsInterrupted(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &ex); err != nil || ex.Status != "interrupted" || ex.Error == "" {
 		t.Fatalf("orchestra executions --json: %s (%v)", out.String(), err)
 	}
+}
+
+// killMidStep runs planFile with `orchestra run` on the store db, waits
+// until step stepID has started (started is closed) and its start is on
+// disk (records are committed in the background, shortly after), then
+// kills the process with SIGKILL.
+func killMidStep(t *testing.T, cfg, db, planFile string, started <-chan struct{}, stepID string) {
+	t.Helper()
+	cmd := exec.Command(orchestraBin, "run", "--config", cfg, "--store", db, planFile)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-started:
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("step %s never started:\n%s", stepID, stderr.String())
+	}
+	if err := waitForStep(db, stepID, "running", 30*time.Second); err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
 }
 
 // waitForStep polls the database at path, read-only, until the record of

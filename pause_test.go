@@ -207,28 +207,7 @@ func TestResumeInterruptedRun(t *testing.T) {
 	if err := os.WriteFile(planFile, []byte(`{"plan": {"steps": [`+strings.Join(steps, ",")+`]}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(orchestraBin, "run", "--config", cfg, "--store", db, planFile)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-started:
-	case <-time.After(30 * time.Second):
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Fatalf("step c never started:\n%s", stderr.String())
-	}
-	if err := waitForStep(db, "c", "running", 30*time.Second); err != nil {
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Fatalf("%v\n%s", err, stderr.String())
-	}
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	cmd.Wait()
+	killMidStep(t, cfg, db, planFile, started, "c")
 
 	st, err := store.Open(t.Context(), db, store.Options{})
 	if err != nil {
