@@ -219,3 +219,40 @@ func TestTenantAgentModel(t *testing.T) {
 		t.Errorf("a caller without a tenant: the tenant's model asked %d times (want 2 in all), the global one %d (want 2)", n, g)
 	}
 }
+
+// TestTenantExposedAgentDirect: a tenant's caller that calls an exposed
+// agent directly (not in a plan) gets the same scope as in a plan: the
+// agent is offered only the tenant's tools.
+func TestTenantExposedAgentDirect(t *testing.T) {
+	var mu sync.Mutex
+	var offered []string
+	fake := fakeopenai.New(t, func(ctx context.Context, r *fakeopenai.Request) fakeopenai.Reply {
+		mu.Lock()
+		defer mu.Unlock()
+		offered = r.ToolNames()
+		if len(r.ToolResults()) > 0 {
+			return fakeopenai.Text("done")
+		}
+		return fakeopenai.Call("b_probe", `{"label": "x"}`)
+	})
+	cfg := tenantConfig(t)
+	cfg.Tenants["a"] = config.Tenant{Match: cfg.Tenants["a"].Match, Tools: []string{"a_*", "agent__*"}}
+	cfg.Planner = &config.Planner{Config: llm.Config{Provider: llm.ProviderOpenAI, Model: "fake", BaseURL: fake.URL(), MaxRetries: -1}}
+	cfg.Agents = map[string]agents.Config{"helper": {Description: "Helps.", Tools: []string{"*_probe"}, Expose: true}}
+	pa, pb := &probe{}, &probe{}
+	app := newApp(t, cfg, pa.tool(t, "a_probe"), pb.tool(t, "b_probe"))
+	srv := httptest.NewServer(app.HTTPHandler(server.HTTPOptions{}))
+	t.Cleanup(srv.Close)
+	res, err := connectAs(t, srv, "alice-secret-token").CallTool(t.Context(), &mcp.CallToolParams{Name: "agent__helper", Arguments: map[string]any{"user_query": "probe"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := decodeResponse(t, res.StructuredContent); out.Status == agents.StatusError {
+		t.Fatalf("response %+v, error %+v", out, out.Error)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(offered) != 1 || offered[0] != "a_probe" || pb.calls.Load() != 0 {
+		t.Errorf("the agent was offered %v and b_probe ran %d times; want only a_probe, and no b_probe", offered, pb.calls.Load())
+	}
+}
