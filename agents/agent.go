@@ -447,6 +447,12 @@ func (a *Agent) callTool(ctx context.Context, child *orchestrate.ChildRun, byNam
 	} else {
 		rec = child.Call(ctx, t.Name, args)
 	}
+	if rec.Status == orchestrate.StatusPartial {
+		// A partial answer (another agent's) is an answer, and a gap.
+		tl.failed(t.Name, rec.Error)
+		out, _ := json.Marshal(rec.Output)
+		return truncate(string(out), maxToolResultBytes)
+	}
 	if rec.Error != nil {
 		tl.failed(t.Name, rec.Error)
 		if rec.Error.Code == orchestrate.CodeValidation {

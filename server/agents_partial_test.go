@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -192,4 +193,42 @@ func TestAgentPartialInGroups(t *testing.T) {
 			t.Errorf("the race was won by %s; want the complete answer", data)
 		}
 	})
+}
+
+// TestAgentCallsPartialAgent: an agent that calls another agent which
+// answers partial reads that answer (not an error), and is partial in
+// turn: its own answer lacks what the other could not get.
+func TestAgentCallsPartialAgent(t *testing.T) {
+	var mu sync.Mutex
+	var told string
+	fake := fakeopenai.New(t, byAgent(map[string]func(r *fakeopenai.Request) fakeopenai.Reply{
+		"gapped": fetchThen("half", "good", "bad"),
+		"boss": func(r *fakeopenai.Request) fakeopenai.Reply {
+			if res := r.ToolResults(); len(res) > 0 {
+				mu.Lock()
+				told = res[0]
+				mu.Unlock()
+				return fakeopenai.Text("the boss has half")
+			}
+			return fakeopenai.Call("agent__gapped", `{"user_query": "fetch"}`)
+		},
+	}))
+	cfg := config.Default()
+	cfg.Planner = &config.Planner{Config: llm.Config{Provider: llm.ProviderOpenAI, Model: "fake", BaseURL: fake.URL(), MaxRetries: -1}}
+	cfg.Agents = map[string]agents.Config{
+		"gapped": {Description: "Fetches.", Instructions: "You are gapped.", Tools: []string{"fetch"}},
+		"boss":   {Description: "Delegates.", Instructions: "You are boss.", Tools: []string{"agent__gapped"}},
+	}
+	cs := connectInMemory(t, newApp(t, cfg, fetchTool(t)), v20251125)
+	_, env := runPlan(t, cs, plan(map[string]any{"id": "b", "agent": "boss", "prompt": "go"}))
+	out := agentOutput(t, env.Artifact.Steps[0])
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(told, `"status":"partial"`) || !strings.Contains(told, `"half"`) || strings.HasPrefix(told, "error") {
+		t.Errorf("the boss was told %s; want the partial answer", told)
+	}
+	if out.Status != agents.StatusPartial || out.Result.Text != "the boss has half" || out.Error == nil || out.Error.Code != orchestrate.CodeToolError ||
+		!strings.Contains(out.Error.Message, "agent__gapped") {
+		t.Errorf("the boss answered %+v, error %+v", out, out.Error)
+	}
 }
