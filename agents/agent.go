@@ -355,7 +355,7 @@ func (a *Agent) run(ctx context.Context, child *orchestrate.ChildRun, req *Execu
 			code = CodeTimeout
 		}
 		fail(code, fmt.Sprintf("agent %s: %s", a.Name, e.Message))
-		if (code == CodeMaxToolSteps || code == CodeTimeout) && len(tl.results) > 0 {
+		if (code == CodeMaxToolSteps || code == CodeTimeout) && tl.hasResults() {
 			// Stopped after useful tool results: what they returned is
 			// the answer it has.
 			resp.Status, resp.Result.Text = StatusPartial, tl.summary(a.Name, code)
@@ -449,9 +449,11 @@ func (a *Agent) callTool(ctx context.Context, child *orchestrate.ChildRun, byNam
 	}
 	if rec.Status == orchestrate.StatusPartial {
 		// A partial answer (another agent's) is an answer, and a gap.
-		tl.failed(t.Name, rec.Error)
 		out, _ := json.Marshal(rec.Output)
-		return truncate(string(out), maxToolResultBytes)
+		text := truncate(string(out), maxToolResultBytes)
+		tl.succeeded(t.Name, text)
+		tl.failed(t.Name, rec.Error)
+		return text
 	}
 	if rec.Error != nil {
 		tl.failed(t.Name, rec.Error)

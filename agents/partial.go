@@ -55,6 +55,13 @@ func (t *tally) failed(tool string, e *orchestrate.Error) {
 	t.failures[tool] = e
 }
 
+// hasResults reports whether a tool call brought a result.
+func (t *tally) hasResults() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.results) > 0
+}
+
 // settle makes an answered response partial when tool calls failed.
 func (t *tally) settle(agent string, resp *ExecutionResponse) {
 	t.mu.Lock()
