@@ -15,6 +15,7 @@ import (
 
 	"github.com/orchestra-mcp/orchestra/config"
 	"github.com/orchestra-mcp/orchestra/orchestrate"
+	"github.com/orchestra-mcp/orchestra/registry"
 	"github.com/orchestra-mcp/orchestra/store"
 	"github.com/orchestra-mcp/orchestra/toolcontext"
 )
@@ -183,19 +184,64 @@ func (a *App) tenantTools(next mcp.MethodHandler) mcp.MethodHandler {
 			return next(ctx, method, req)
 		}
 		if r, isCall := req.(*mcp.CallToolRequest); isCall && r.Params != nil {
-			if r.Params.Name != orchestrate.ToolName && !allowTool(t, r.Params.Name) {
+			if r.Params.Name != orchestrate.ToolName && r.Params.Name != DiscoveryToolName && !allowTool(t, r.Params.Name) {
 				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q; tools/list shows the tools you may call", r.Params.Name)}
 			}
 			return next(ctx, method, req)
 		}
 		res, err := next(ctx, method, req)
 		if lr, ok := res.(*mcp.ListToolsResult); ok && err == nil {
-			lr.Tools = slices.DeleteFunc(slices.Clone(lr.Tools), func(tool *mcp.Tool) bool {
-				return tool.Name != orchestrate.ToolName && !allowTool(t, tool.Name)
-			})
+			a.scopeToolList(lr, t)
 		}
 		return res, err
 	}
+}
+
+// scopeToolList narrows a tools/list result to tenant t's tools. Nothing in
+// it names another tool: agent_orchestrate's description lists only the
+// tenant's unlisted tools, and orchestra_tools, which describes those, is
+// listed only when there are some.
+func (a *App) scopeToolList(lr *mcp.ListToolsResult, t config.Tenant) {
+	allow := func(name string) bool { return allowTool(t, name) }
+	unlisted := a.unlistedFor(allow)
+	lr.Tools = slices.DeleteFunc(slices.Clone(lr.Tools), func(tool *mcp.Tool) bool {
+		switch tool.Name {
+		case orchestrate.ToolName:
+			return false
+		case DiscoveryToolName:
+			return len(unlisted) == 0
+		}
+		return !allow(tool.Name)
+	})
+	for i, tool := range lr.Tools {
+		if tool.Name == orchestrate.ToolName {
+			scoped := *tool // the server's own definition is shared: copy it
+			scoped.Description = orchestrate.DescribeFor(unlisted, allow)
+			lr.Tools[i] = &scoped
+		}
+	}
+}
+
+// unlistedFor returns the catalog's tools that allow accepts and tools/list
+// does not show.
+func (a *App) unlistedFor(allow func(string) bool) []registry.Tool {
+	tools := a.Catalog.List()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.DeleteFunc(tools, func(t registry.Tool) bool { return a.exposed[t.Name] || !allow(t.Name) })
+}
+
+// callerTools returns what the caller of extra may call: nil for every
+// tool, or its tenant's filter.
+func (a *App) callerTools(extra *mcp.RequestExtra) func(string) bool {
+	if extra == nil {
+		return nil
+	}
+	_, t, ok := a.tenant(extra.TokenInfo)
+	if !ok {
+		return nil
+	}
+	return func(name string) bool { return allowTool(t, name) }
 }
 
 // tenantPlans counts the running plans of each tenant, for its
