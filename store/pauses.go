@@ -62,7 +62,7 @@ func (s *Store) QueueKeepRequest(ctx context.Context, execID string, request jso
 // until expires, with its request, and waits until that, and every write
 // queued before it, is committed.
 func (s *Store) Pause(ctx context.Context, execID string, request, pending json.RawMessage, expires time.Time) error {
-	w := &pauseWrite{db: s.writer, id: execID, request: request, pending: pending, expires: expires, at: s.now()}
+	w := &pauseWrite{db: s.writer, id: execID, request: request, pending: pending, expires: expires, at: s.now(), fence: s.fenceID()}
 	return s.do(ctx, w)
 }
 
@@ -187,6 +187,7 @@ type pauseWrite struct {
 	request, pending      json.RawMessage
 	requestText, pendText sql.NullString
 	expires, at           time.Time
+	fence                 string // the instance that must hold the run, on PostgreSQL
 }
 
 func (w *pauseWrite) String() string { return "pausing run " + w.id }
@@ -203,6 +204,9 @@ func (w *pauseWrite) encode() (err error) {
 
 func (w *pauseWrite) apply(ctx context.Context, tx *sql.Tx, _ *statements) error {
 	return inTx(ctx, w.db, tx, func(tx *sql.Tx) error {
+		if err := checkFence(ctx, tx, w, w.id, w.fence); err != nil {
+			return err
+		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO resumable (exec_id, request, paused, pending, expires_at) VALUES (?, ?, 1, ?, ?)
 			ON CONFLICT (exec_id) DO UPDATE SET request = excluded.request, paused = 1, pending = excluded.pending, expires_at = excluded.expires_at`,
 			w.id, w.requestText, w.pendText, w.expires.UnixNano())
