@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync"
 )
 
 // Fencing. On PostgreSQL a replica that stalled past its lease — paused,
@@ -18,10 +19,20 @@ import (
 // is logged with the run's exec id, and is counted in [Stats].Fenced.
 // SQLite stores are not fenced: one machine's processes see a dead
 // instance by its lock file, never a live one as dead.
+//
+// The fence is the instance, so it cannot tell a stalled execution of a
+// run from a later one in the same process: a store therefore refuses to
+// resume a run it is still executing ([ErrStillExecuting]) until that
+// execution has written its end or its pause (fenced or not).
 
 // ErrFenced means a write was refused because the run is no longer this
 // store's: its lease lapsed and another replica interrupted or resumed it.
 var ErrFenced = errors.New("the run was taken over by another replica after this one's lease lapsed")
+
+// ErrStillExecuting means a resume was refused because this store is
+// still executing the run: it stalled past its lease, and another replica
+// interrupted the run meanwhile.
+var ErrStillExecuting = errors.New("the run is still executing on this replica, which stalled past its lease: resume it once that execution ends, or on another replica")
 
 const (
 	// pgUpsertStepSQL is upsertStepSQL, fenced: its last two parameters are
@@ -82,4 +93,31 @@ func checkFence(ctx context.Context, tx *sql.Tx, w write, id, fence string) erro
 		return fmt.Errorf("%s: %w", w, err)
 	}
 	return nil
+}
+
+// executing is the set of runs a PostgreSQL store's process is executing:
+// started or resumed here, and neither finished nor paused since.
+type executing struct {
+	mu  sync.Mutex
+	ids map[string]bool
+}
+
+// add adds id, and reports false when it was there already.
+func (e *executing) add(id string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.ids[id] {
+		return false
+	}
+	if e.ids == nil {
+		e.ids = map[string]bool{}
+	}
+	e.ids[id] = true
+	return true
+}
+
+func (e *executing) remove(id string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.ids, id)
 }

@@ -19,7 +19,8 @@ import (
 // run interrupted; a wakes and writes its steps, its pause and its end:
 // each write is refused (ErrFenced), logged and counted, and the record
 // stays as b left it. b then resumes the run and finishes it, and a's late
-// writes still change nothing. A replica that renews never loses its run.
+// writes still change nothing. a resumes a run of its own only once its
+// stalled execution ended. A replica that renews never loses its run.
 func TestLeaseFencing(t *testing.T) {
 	url := pgtest.URL(t)
 	ctx := t.Context()
@@ -117,6 +118,40 @@ func TestLeaseFencing(t *testing.T) {
 		t.Errorf("the run as b finished it: %s, steps %+v", run.Status, steps)
 	}
 
+	// A replica may resume a run another interrupted, but not while its
+	// own stalled execution of it still runs: both would write as its
+	// instance, which the fence cannot tell apart.
+	if err := a.StartRun(ctx, Run{ExecID: "r3", Tool: "cli"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.QueueKeepRequest(ctx, "r3", json.RawMessage(`{"plan":{}}`)); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(lease + time.Second)
+	if n, err := b.interruptLapsed(ctx); err != nil || n != 1 {
+		t.Fatalf("b interrupted %d runs (%v), want 1", n, err)
+	}
+	res, err = a.ResumableIn(ctx, Scope{}, "r3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Claim(ctx, "r3", res.Claims, "resumed", nil); !errors.Is(err, ErrStillExecuting) {
+		t.Errorf("a resumed r3 while still executing it: %v, want ErrStillExecuting", err)
+	}
+	fenced("the stalled execution's end", a.FinishRun(ctx, "r3", StatusFailed, env("failed"), time.Time{}))
+	if err := a.Claim(ctx, "r3", res.Claims, "resumed", nil); err != nil {
+		t.Fatalf("a resuming r3 once its stalled execution ended: %v", err)
+	}
+	if err := a.RecordStep(ctx, StepRecord{ExecID: "r3", StepID: "s1", Tool: "t", Status: "success"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.FinishRun(ctx, "r3", StatusSuccess, env("success"), time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	if r, _, err := b.Get(ctx, "r3"); err != nil || r.Status != StatusSuccess {
+		t.Errorf("r3 resumed on a: %+v, %v; want success", r, err)
+	}
+
 	// A live replica, renewing, never loses its run.
 	if err := a.StartRun(ctx, Run{ExecID: "r2", Tool: "cli"}); err != nil {
 		t.Fatal(err)
@@ -142,8 +177,8 @@ func TestLeaseFencing(t *testing.T) {
 	if r, _, err := b.Get(ctx, "r2"); err != nil || r.Status != StatusSuccess {
 		t.Errorf("a's live run: %+v, %v; want success", r, err)
 	}
-	if st, _ := a.Stats(ctx); st.Fenced != 7 {
-		t.Errorf("Stats.Fenced = %d, want 7", st.Fenced)
+	if st, _ := a.Stats(ctx); st.Fenced != 8 {
+		t.Errorf("Stats.Fenced = %d, want 8", st.Fenced)
 	}
 }
 

@@ -63,6 +63,7 @@ func (s *Store) QueueKeepRequest(ctx context.Context, execID string, request jso
 // queued before it, is committed.
 func (s *Store) Pause(ctx context.Context, execID string, request, pending json.RawMessage, expires time.Time) error {
 	w := &pauseWrite{db: s.writer, id: execID, request: request, pending: pending, expires: expires, at: s.now(), fence: s.fenceID()}
+	s.running.remove(execID)
 	return s.do(ctx, w)
 }
 
@@ -76,7 +77,17 @@ func (s *Store) Claim(ctx context.Context, execID string, claims int, event stri
 		return fmt.Errorf("claiming run %s: unknown event %q", execID, event)
 	}
 	w := &claimWrite{db: s.writer, id: execID, claims: claims, event: event, detail: detail, at: s.now(), instance: s.instance, lease: s.leaseUntil()}
-	return s.do(ctx, w)
+	if !s.pg {
+		return s.do(ctx, w)
+	}
+	if !s.running.add(execID) {
+		return fmt.Errorf("%s: %w", w, ErrStillExecuting)
+	}
+	err := s.do(ctx, w)
+	if err != nil {
+		s.running.remove(execID)
+	}
+	return err
 }
 
 // ResumableIn returns what continuing run execID needs, within scope: the

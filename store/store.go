@@ -229,6 +229,7 @@ type Store struct {
 	writes     atomic.Int64  // writes applied, for Stats
 	commits    atomic.Int64  // transactions committed for them, for Stats
 	fenced     atomic.Int64  // writes refused by fencing, for Stats
+	running    executing     // the runs this process executes, on PostgreSQL
 
 	closeOnce sync.Once
 	closeErr  error

@@ -243,6 +243,9 @@ func (s *Store) startRun(r Run) (*startRunWrite, error) {
 	if r.StartedAt.IsZero() {
 		r.StartedAt = s.now()
 	}
+	if s.pg && r.Status == StatusRunning {
+		s.running.add(r.ExecID)
+	}
 	return &startRunWrite{r: r, instance: s.instance, leaseUntil: s.leaseUntil()}, nil
 }
 
@@ -352,6 +355,7 @@ func (s *Store) finishRun(execID string, status Status, envelope json.RawMessage
 	if finishedAt.IsZero() {
 		finishedAt = s.now()
 	}
+	s.running.remove(execID)
 	return &finishRunWrite{id: execID, status: status, raw: envelope, finishedAt: finishedAt}, nil
 }
 
