@@ -169,11 +169,20 @@ func (a *App) withTenant(ctx context.Context, req *mcp.CallToolRequest, ro *orch
 
 // tenantTools keeps a tenant's caller to its tools: tools/list shows only
 // them (and agent_orchestrate), and a tools/call of another is refused as
-// an unknown tool.
+// an unknown tool. With tenants, a tools/list answer depends on its
+// caller: it is marked private, so that no intermediary serves one
+// caller's list to another.
 func (a *App) tenantTools(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+	return func(ctx context.Context, method string, req mcp.Request) (res mcp.Result, err error) {
 		if method != "tools/list" && method != "tools/call" {
 			return next(ctx, method, req)
+		}
+		if method == "tools/list" && len(a.Config.Tenants) > 0 {
+			defer func() {
+				if lr, ok := res.(*mcp.ListToolsResult); ok {
+					lr.CacheScope = "private"
+				}
+			}()
 		}
 		extra := req.GetExtra()
 		if extra == nil {
@@ -189,7 +198,7 @@ func (a *App) tenantTools(next mcp.MethodHandler) mcp.MethodHandler {
 			}
 			return next(ctx, method, req)
 		}
-		res, err := next(ctx, method, req)
+		res, err = next(ctx, method, req)
 		if lr, ok := res.(*mcp.ListToolsResult); ok && err == nil {
 			a.scopeToolList(lr, t)
 		}

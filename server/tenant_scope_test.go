@@ -65,6 +65,9 @@ func TestTenantSeesOnlyItsTools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if lr.CacheScope != "private" {
+		t.Errorf("alice's tools/list has cacheScope %q; want private: it is hers alone", lr.CacheScope)
+	}
 	if text := check("tools/list", lr); !strings.Contains(text, "a_probe: Echoes its label.") || !strings.Contains(text, server.DiscoveryToolName) {
 		t.Errorf("alice's tools/list does not describe her tool a_probe, or lacks %s:\n%s", server.DiscoveryToolName, text)
 	}
@@ -104,7 +107,11 @@ func TestTenantSeesOnlyItsTools(t *testing.T) {
 	if data, _ := json.Marshal(lr); !strings.Contains(string(data), "b_probe") || strings.Contains(string(data), "a_probe") {
 		t.Errorf("bob's tools/list:\n%s", data)
 	}
-	res, err = connectAs(t, srv, "ops-secret-token").CallTool(t.Context(), &mcp.CallToolParams{Name: server.DiscoveryToolName, Arguments: map[string]any{"names": []string{"a_probe", "b_probe"}}})
+	ops := connectAs(t, srv, "ops-secret-token")
+	if lr, err := ops.ListTools(t.Context(), nil); err != nil || lr.CacheScope != "private" {
+		t.Errorf("the operator's tools/list: %v, cacheScope %q; want private, for it differs from the tenants'", err, lr.CacheScope)
+	}
+	res, err = ops.CallTool(t.Context(), &mcp.CallToolParams{Name: server.DiscoveryToolName, Arguments: map[string]any{"names": []string{"a_probe", "b_probe"}}})
 	if err != nil || res.IsError {
 		t.Fatalf("the operator's orchestra_tools: %v %+v", err, res)
 	}
