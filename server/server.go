@@ -388,6 +388,7 @@ func (a *App) passthrough(t registry.Tool) mcp.ToolHandler {
 			return res, nil
 		}
 		ctx = toolcontext.WithDepth(ctx, toolcontext.Depth(ctx)+1)
+		ctx = withAgentCaller(ctx, req) // an exposed agent may sample the caller's model
 		args, err := decodeArgs(req.Params.Arguments)
 		if err != nil {
 			res := &mcp.CallToolResult{}
