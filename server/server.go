@@ -193,9 +193,12 @@ func (a *App) unknownTools(next mcp.MethodHandler) mcp.MethodHandler {
 		name := r.Params.Name
 		a.mu.Lock()
 		listed := name == orchestrate.ToolName || name == DiscoveryToolName || a.exposed[name]
-		names := []string{orchestrate.ToolName}
-		for n := range a.exposed {
-			names = append(names, n)
+		var names []string // for the message, so only for an unlisted tool
+		if !listed {
+			names = append(names, orchestrate.ToolName)
+			for n := range a.exposed {
+				names = append(names, n)
+			}
 		}
 		a.mu.Unlock()
 		if listed {
