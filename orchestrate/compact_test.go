@@ -1,7 +1,9 @@
 package orchestrate
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -137,5 +139,32 @@ func TestCompactDropsSettledWarnings(t *testing.T) {
 	art, _, _ = compactOf(t, te, `{"plan":`+failing+`}`)
 	if ws, _ := art["warnings"].([]any); len(ws) != 2 {
 		t.Errorf("after a failed run the compact response keeps %d warnings, want 2: %v", len(ws), ws)
+	}
+}
+
+// BenchmarkCompactResult encodes the compact result of a 12-step run that
+// succeeded, with a return value (the steps are counted) and without (the
+// steps are listed with their outputs):
+//
+//	go test -run '^$' -bench CompactResult ./orchestrate/
+func BenchmarkCompactResult(b *testing.B) {
+	e := NewEngine(Options{Tools: noopCatalog(b)})
+	for _, ret := range []bool{true, false} {
+		req := chainPlan(b, 12)
+		if ret {
+			req.Plan.Return = "$s11.output"
+		}
+		env := e.Run(context.Background(), req)
+		if !env.Artifact.Success {
+			b.Fatalf("status %s", env.Artifact.Status)
+		}
+		b.Run(fmt.Sprintf("return=%v", ret), func(b *testing.B) {
+			b.ReportAllocs()
+			n := 0
+			for b.Loop() {
+				n = len(Result(env).StructuredContent.(json.RawMessage))
+			}
+			b.ReportMetric(float64(n), "bytes")
+		})
 	}
 }
