@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/orchestra-mcp/orchestra/registry"
 )
 
 // TestSizeBound checks that the bound that spares counting a result never
@@ -70,4 +72,28 @@ func BenchmarkResultSize(b *testing.B) {
 			_ = withinBound(res, 1<<20)
 		}
 	})
+}
+
+// BenchmarkDownstreamCall calls the fixture server's echo over stdio, with
+// no reader of progress (the call carries no progress token) and with one
+// (a token, a route to it, and a timer to forget the route):
+//
+//	go test -run '^$' -bench DownstreamCall ./registry/mcpserver/
+func BenchmarkDownstreamCall(b *testing.B) {
+	env := startManager(b, map[string]ServerConfig{"fx": {Command: fixtureBin}}, Options{})
+	echo := env.tool(b, "fx__echo")
+	for _, bc := range []struct {
+		name     string
+		progress func(registry.Progress)
+	}{{"progress=none", nil}, {"progress=read", func(registry.Progress) {}}} {
+		b.Run(bc.name, func(b *testing.B) {
+			req := &registry.CallRequest{Arguments: map[string]any{"text": "step 11"}, Progress: bc.progress}
+			b.ReportAllocs()
+			for b.Loop() {
+				if res, err := echo.Invoke(b.Context(), req); err != nil || res.IsError {
+					b.Fatalf("echo: %v %v", err, res)
+				}
+			}
+		})
+	}
 }
