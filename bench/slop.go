@@ -104,8 +104,9 @@ func slopPeer(ctx context.Context, c *options, r *report) error {
 		run  func() (sizes, error)
 	}
 	// size returns the bytes of a result as JSON, and its payload: the
-	// same without the _meta and resultType that the SDK adds to every
-	// result on protocol 2026-07-28, which no server chooses.
+	// same without the _meta (serverInfo) and resultType that the SDK
+	// adds to every result on protocol 2026-07-28 (SEP-2575), which the
+	// server does not choose.
 	size := func(res *mcp.CallToolResult) (all, payload int) {
 		data, _ := json.Marshal(res)
 		var m map[string]json.RawMessage
