@@ -143,12 +143,20 @@ func withinBound(res *mcp.CallToolResult, limit int64) bool {
 // computed without encoding it: every string byte counted as the six of
 // its longest escape, every number as the longest a float64 encodes to.
 // ok is false for a result it cannot bound (a content block other than
-// text, metadata); the caller then counts.
+// plain text, input requests); the caller then counts.
 func sizeBound(res *mcp.CallToolResult) (n int64, ok bool) {
-	if res.Meta != nil {
+	if res.InputRequests != nil || res.RequestState != "" {
 		return 0, false
 	}
-	n = 64 // {"content":[],"structuredContent":,"isError":true}
+	// {"_meta":,"content":[],"structuredContent":,"isError":true,"resultType":"..."}
+	n = 128
+	if res.Meta != nil {
+		m, ok := valueBound(map[string]any(res.Meta))
+		if !ok {
+			return 0, false
+		}
+		n += m
+	}
 	for _, c := range res.Content {
 		t, isText := c.(*mcp.TextContent)
 		if !isText || t.Meta != nil || t.Annotations != nil {

@@ -15,6 +15,7 @@ import (
 // bound, so that the response limit is enforced exactly as by counting.
 func TestSizeBound(t *testing.T) {
 	escapes := strings.Repeat("<>&\x01\"\\é\u2028", 40)
+	quoted, _ := json.Marshal(escapes)
 	decoded := func(s string) any {
 		var v any
 		if err := json.Unmarshal([]byte(s), &v); err != nil {
@@ -35,7 +36,9 @@ func TestSizeBound(t *testing.T) {
 			StructuredContent: decoded(`{"a":[1,-2.5e300,0.1,true,null,"` + strings.Repeat(`\u0001`, 9) + `"],"` + strings.Repeat(`\"`, 5) + `":{"x":{}}}`),
 		}, true},
 		{"image", &mcp.CallToolResult{Content: []mcp.Content{&mcp.ImageContent{Data: []byte("png"), MIMEType: "image/png"}}}, false},
-		{"meta", &mcp.CallToolResult{Meta: mcp.Meta{"k": "v"}}, false},
+		{"meta", &mcp.CallToolResult{Meta: mcp.Meta{"io.modelcontextprotocol/serverInfo": decoded(`{"name":"fx","version":` + string(quoted) + `}`)}}, true},
+		{"typed meta", &mcp.CallToolResult{Meta: mcp.Meta{"k": struct{ V string }{"v"}}}, false},
+		{"input requests", &mcp.CallToolResult{RequestState: "s"}, false},
 		{"annotated", &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "x", Annotations: &mcp.Annotations{Priority: 1}}}}, false},
 		{"typed structure", &mcp.CallToolResult{StructuredContent: struct{ A int }{1}}, false},
 	} {
