@@ -11,12 +11,9 @@ import (
 	"github.com/orchestra-mcp/orchestra/registry"
 )
 
-const promptHead = `You are orchestra's planner. Turn the goal into a plan of tool calls that orchestra checks and runs in one go: call the __planning__ tool once with
-- {"type": "tool_calls", "reasoning": "...", "calls": [{"tool_name": "...", "arguments": {...}}, ...]}, or
-- {"type": "direct_response", "content": "..."} when no tool is needed.
-Leave out (or set to null) the fields that do not apply. Calls run in order; call i is $i. The plan is checked against the tools' schemas before it runs and problems are sent back to you. A failing call stops the plan. Use only the tools below.`
+const promptHead = `You are orchestra's planner. Call __planning__ once with the plan, {"calls": [{"tool_name": "...", "arguments": {...}}], "answer": "..."}, or {"type": "direct_response", "content": "..."} if no tool is needed; omit or null what does not apply. Calls run in order, call i is $i; a failing call stops the plan. The plan is checked before it runs; problems come back to you. Use only the tools below.`
 
-const promptTemplates = `Templates, as argument values, pass earlier outputs on: "$0.output" (call 0's whole output), "$1.output.items[0].url" (a field; a string that is one template keeps the value's JSON type), "Summary of ${0.output.title}" (inside text; other values are inserted as JSON), "$bindings.name" (a value given with the goal). Use only earlier calls and the output fields listed; a tool without them gives {"text": "..."}. $$ is a literal $.`
+const promptTemplates = `Templates as argument values: "$0.output" (call 0's output), "$1.output.items[0].url" (a field; alone in a string it keeps its type), "Hi ${0.output.name}", "$bindings.x" (given with the goal); $$ is $. A template may stand for any argument. Use only earlier calls and the output fields listed (strings unless typed; a{b} is a.b, a[]{b} is a[0].b); a tool without them gives {"text": "..."}.`
 
 // systemPrompt is the planner's system prompt for tools.
 func systemPrompt(tools []registry.Tool, maxSteps int) string {
@@ -41,26 +38,25 @@ func systemPrompt(tools []registry.Tool, maxSteps int) string {
 	return b.String()
 }
 
-// maxFieldLines caps the output fields listed per tool.
-const maxFieldLines = 40
-
-// outputFields lists the fields of an output schema as paths with their
-// types and descriptions, e.g. "sources[].url (string): where it was found".
-func outputFields(schema any) []string {
+// fieldList renders the fields of an output schema compactly, at most
+// limit of them: "id, score: number, items[]{url, tags: array of string},
+// meta{lang}". A field is a string unless a type follows its name; a{b}
+// is the path a.b and a[]{b} the path a[0].b. An output that is an array
+// of objects is "[]{...}". It returns the rendering, how many fields it
+// names and how many the schema has.
+func fieldList(schema any, limit int) (text string, named, total int) {
 	raw, err := toMap(schema)
 	if err != nil {
-		return nil
+		return "", 0, 0
 	}
 	root, ok := raw.(map[string]any)
 	if !ok {
-		return nil
+		return "", 0, 0
 	}
 	c := &schemaCtx{root: root}
 	norm, _ := c.normalize(root, "output", nil).(map[string]any)
-	var lines []string
-	total := 0
-	var walk func(m map[string]any, prefix string, depth int)
-	walk = func(m map[string]any, prefix string, depth int) {
+	var walk func(m map[string]any, depth int) string
+	walk = func(m map[string]any, depth int) string {
 		props := map[string]any{}
 		for _, alt := range branches(m) {
 			if p, ok := alt["properties"].(map[string]any); ok {
@@ -71,34 +67,59 @@ func outputFields(schema any) []string {
 				}
 			}
 		}
+		var parts []string
 		for _, name := range slices.Sorted(maps.Keys(props)) {
 			ps, _ := props[name].(map[string]any)
-			path := prefix + name
 			total++
-			if len(lines) < maxFieldLines {
-				line := path + " (" + typeName(ps) + ")"
-				if d := firstSentence(description(ps)); d != "" {
-					line += ": " + d
-				}
-				lines = append(lines, line)
+			shown := named < limit
+			if shown {
+				named++
 			}
-			if depth >= 4 {
-				continue
-			}
-			walk(ps, path+".", depth+1)
-			for _, alt := range branches(ps) {
-				if items, ok := alt["items"].(map[string]any); ok && len(branchProps(items)) > 0 {
-					walk(items, path+"[].", depth+1)
-					break
+			part := name
+			inner := ""
+			if depth < 4 { // fields past the cap are walked to be counted
+				if len(branchProps(ps)) > 0 {
+					inner = walk(ps, depth+1)
+				} else if items := objectItems(ps); items != nil {
+					part += "[]"
+					inner = walk(items, depth+1)
 				}
+			}
+			switch {
+			case inner != "":
+				part += "{" + inner + "}"
+			case strings.HasSuffix(part, "[]"):
+				part = name + ": array of object"
+			default:
+				if t := typeName(ps); t != "string" {
+					part += ": " + t
+				}
+			}
+			if shown {
+				parts = append(parts, part)
 			}
 		}
+		return strings.Join(parts, ", ")
 	}
-	walk(norm, "", 0)
-	if total > len(lines) {
-		lines = append(lines, fmt.Sprintf("... and %d more", total-len(lines)))
+	if len(branchProps(norm)) > 0 {
+		text = walk(norm, 0)
+	} else if items := objectItems(norm); items != nil {
+		if inner := walk(items, 1); inner != "" {
+			text = "[]{" + inner + "}"
+		}
 	}
-	return lines
+	return text, named, total
+}
+
+// objectItems returns the items schema of an array of objects with named
+// properties, or nil.
+func objectItems(m map[string]any) map[string]any {
+	for _, alt := range branches(m) {
+		if items, ok := alt["items"].(map[string]any); ok && len(branchProps(items)) > 0 {
+			return items
+		}
+	}
+	return nil
 }
 
 // branches returns m and the alternatives of its anyOf, oneOf and allOf.

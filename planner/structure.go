@@ -10,11 +10,7 @@ import (
 // planning schema carries them (strict and loose alike) and the prompt says
 // when to use them, in few words: every planning call pays for them.
 
-const promptStructure = `Structure:
-- Calls that do not need each other run at the same time in a group, one item of calls: {"parallel": [call, call], "result_key": "g"}. Calls in a group cannot reference each other.
-- "result_key": "name" on a call makes its output "$name.output"; give one to each call in a group that a later call reads.
-- "schedule": "dag" on the plan starts each call as soon as the calls it references have finished.
-- On a call, "on_error": "continue" goes on if it fails (its output is then null); "retry": {"max_attempts": 3, "backoff_ms": 200} retries timeouts and lost connections.`
+const promptStructure = `Optional: {"parallel": [call, call], "result_key": "g"} as one item of calls runs independent calls at once; "result_key": "k" on a call names its output $k.output; "schedule": "dag" starts each call once the calls it references are done; on a call, "on_error": "continue" goes on after a failure (output null), "retry": {"max_attempts": 3, "backoff_ms": 200} retries timeouts.`
 
 // Values the planning schema offers for a step's fields.
 var (
@@ -89,10 +85,12 @@ func withStructure(props map[string]any, calls, groupCalls []any, strict bool) a
 		if len(groupCalls) > 1 {
 			item = map[string]any{"anyOf": groupCalls}
 		}
-	} else {
-		props["schedule"] = sched
+		return map[string]any{"anyOf": append(slices.Clone(calls), groupSchema(item, strict))}
 	}
-	return map[string]any{"anyOf": append(slices.Clone(calls), groupSchema(item, strict))}
+	// Loose: the prompt teaches the group; the schema only names it.
+	props["schedule"] = sched
+	group := map[string]any{"properties": map[string]any{"parallel": map[string]any{"type": "array", "items": item}}, "required": []any{"parallel"}}
+	return map[string]any{"anyOf": append(slices.Clone(calls), group)}
 }
 
 // groupCall is the schema of a call inside a group: the tool's name, its
