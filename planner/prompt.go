@@ -11,9 +11,9 @@ import (
 	"github.com/orchestra-mcp/orchestra/registry"
 )
 
-const promptHead = `You are orchestra's planner. Call __planning__ once with the plan, {"calls": [{"tool_name": "...", "arguments": {...}}], "answer": "..."}, or {"type": "direct_response", "content": "..."} if no tool is needed; omit or null what does not apply. Calls run in order, call i is $i; a failing call stops the plan. The plan is checked before it runs; problems come back to you. Use only the tools below.`
+const promptHead = `You are orchestra's planner. Call __planning__ once with the plan, {"calls": [{"tool_name": "...", "arguments": {...}}], "answer": "..."}, or {"type": "direct_response", "content": "..."} if no tool is needed; omit or null what does not apply. Calls run in order, call i is $i; a failing call stops the plan. Use only the tools below.`
 
-const promptTemplates = `Templates as argument values: "$0.output" (call 0's output), "$1.output.items[0].url" (a field; alone in a string it keeps its type), "Hi ${0.output.name}", "$bindings.x" (given with the goal); $$ is $. A template may stand for any argument. Use only earlier calls and the output fields listed (strings unless typed; a{b} is a.b, a[]{b} is a[0].b); a tool without them gives {"text": "..."}.`
+const promptTemplates = `Templates as argument values: "$0.output" (call 0's output), "$1.output.items[0].url" (a field; alone in a string it keeps its type), "Hi ${0.output.name}"; $$ is $. A template may stand for any argument. Use only earlier calls and the output fields listed (strings unless typed; a{b} is a.b, a[]{b} is a[0].b); a tool without them gives {"text": "..."}.`
 
 // systemPrompt is the planner's system prompt for tools.
 func systemPrompt(tools []registry.Tool, maxSteps int) string {

@@ -88,7 +88,7 @@ func withStructure(props map[string]any, calls, groupCalls []any, strict bool) a
 		return map[string]any{"anyOf": append(slices.Clone(calls), groupSchema(item, strict))}
 	}
 	// Loose: the prompt teaches the group; the schema only names it.
-	props["schedule"] = sched
+	props["schedule"] = map[string]any{"enum": scheduleValues}
 	group := map[string]any{"properties": map[string]any{"parallel": map[string]any{"type": "array", "items": item}}, "required": []any{"parallel"}}
 	return map[string]any{"anyOf": append(slices.Clone(calls), group)}
 }

@@ -178,6 +178,9 @@ func planningSchema(calls, groupCalls []any, strict bool) map[string]any {
 		"content":   str("direct_response: the answer." + nullNote(strict)),
 		"reasoning": str("tool_calls: why, briefly." + nullNote(strict)),
 	}
+	if !strict {
+		props["type"] = map[string]any{"enum": kinds}
+	}
 	required := []any{"type", "content", "reasoning"}
 	if len(calls) > 0 {
 		items := withStructure(props, calls, groupCalls, strict)
