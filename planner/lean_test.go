@@ -67,8 +67,8 @@ func TestWithoutDefault(t *testing.T) {
 }
 
 // Output fields are listed compactly: strings bare, other types named,
-// objects and arrays of objects nested, an array output as []{...}, and
-// what is over the cap counted.
+// objects and arrays of objects nested, an array output as []{...}; over
+// the cap, shallow fields first, and what is left out counted.
 func TestFieldList(t *testing.T) {
 	for _, c := range []struct {
 		name, schema, want  string
@@ -82,6 +82,8 @@ func TestFieldList(t *testing.T) {
 			"[]{name, size: integer}", 24, 2, 2},
 		{"capped", `{"type":"object","properties":{"a":{"type":"string"},"b":{"type":"string"},"c":{"type":"object","properties":{"d":{"type":"string"}}}}}`,
 			"a, b", 2, 2, 4},
+		{"shallow first", `{"type":"object","properties":{"a":{"type":"string"},"b":{"type":"object","properties":{"c":{"type":"string"},"d":{"type":"string"}}},"e":{"type":"number"}}}`,
+			"a, b: object, e: number", 3, 3, 5},
 		{"references", `{"type":"object","$defs":{"u":{"type":"object","properties":{"id":{"type":"integer"}}}},"properties":{"user":{"$ref":"#/$defs/u"}}}`,
 			"user{id: integer}", 24, 2, 2},
 	} {

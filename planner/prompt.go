@@ -42,8 +42,9 @@ func systemPrompt(tools []registry.Tool, maxSteps int) string {
 // limit of them: "id, score: number, items[]{url, tags: array of string},
 // meta{lang}". A field is a string unless a type follows its name; a{b}
 // is the path a.b and a[]{b} the path a[0].b. An output that is an array
-// of objects is "[]{...}". It returns the rendering, how many fields it
-// names and how many the schema has.
+// of objects is "[]{...}". Over the limit, shallow fields are named before
+// deep ones. It returns the rendering, how many fields it names and how
+// many the schema has.
 func fieldList(schema any, limit int) (text string, named, total int) {
 	raw, err := toMap(schema)
 	if err != nil {
@@ -55,60 +56,95 @@ func fieldList(schema any, limit int) (text string, named, total int) {
 	}
 	c := &schemaCtx{root: root}
 	norm, _ := c.normalize(root, "output", nil).(map[string]any)
-	var walk func(m map[string]any, depth int) string
-	walk = func(m map[string]any, depth int) string {
-		props := map[string]any{}
-		for _, alt := range branches(m) {
-			if p, ok := alt["properties"].(map[string]any); ok {
-				for k, v := range p {
-					if _, seen := props[k]; !seen {
-						props[k] = v
-					}
-				}
-			}
-		}
-		var parts []string
-		for _, name := range slices.Sorted(maps.Keys(props)) {
-			ps, _ := props[name].(map[string]any)
-			total++
-			shown := named < limit
-			if shown {
-				named++
-			}
-			part := name
-			inner := ""
-			if depth < 4 { // fields past the cap are walked to be counted
-				if len(branchProps(ps)) > 0 {
-					inner = walk(ps, depth+1)
-				} else if items := objectItems(ps); items != nil {
-					part += "[]"
-					inner = walk(items, depth+1)
-				}
-			}
-			switch {
-			case inner != "":
-				part += "{" + inner + "}"
-			case strings.HasSuffix(part, "[]"):
-				part = name + ": array of object"
-			default:
-				if t := typeName(ps); t != "string" {
-					part += ": " + t
-				}
-			}
-			if shown {
-				parts = append(parts, part)
-			}
-		}
-		return strings.Join(parts, ", ")
+	top := &field{}
+	switch {
+	case len(branchProps(norm)) > 0:
+		top.children = fieldsOf(norm, 0)
+	case objectItems(norm) != nil:
+		top.children = []*field{{name: "", array: true, children: fieldsOf(objectItems(norm), 1)}}
 	}
-	if len(branchProps(norm)) > 0 {
-		text = walk(norm, 0)
-	} else if items := objectItems(norm); items != nil {
-		if inner := walk(items, 1); inner != "" {
-			text = "[]{" + inner + "}"
+	// Name the fields level by level until the limit.
+	level := top.children
+	for len(level) > 0 {
+		var next []*field
+		for _, f := range level {
+			if f.name != "" {
+				total++
+				if named < limit {
+					f.shown = true
+					named++
+				}
+			} else {
+				f.shown = true // the array output's items
+			}
+			next = append(next, f.children...)
+		}
+		level = next
+	}
+	return renderFields(top.children), named, total
+}
+
+// field is one field of an output schema, for fieldList.
+type field struct {
+	name     string
+	typ      string // when it has no named fields
+	array    bool   // an array of objects with named fields
+	children []*field
+	shown    bool
+}
+
+// fieldsOf returns the fields of an object schema, sorted by name, four
+// levels deep at most.
+func fieldsOf(m map[string]any, depth int) []*field {
+	props := map[string]any{}
+	for _, alt := range branches(m) {
+		if p, ok := alt["properties"].(map[string]any); ok {
+			for k, v := range p {
+				if _, seen := props[k]; !seen {
+					props[k] = v
+				}
+			}
 		}
 	}
-	return text, named, total
+	var out []*field
+	for _, name := range slices.Sorted(maps.Keys(props)) {
+		ps, _ := props[name].(map[string]any)
+		f := &field{name: name, typ: typeName(ps)}
+		if depth < 4 {
+			if len(branchProps(ps)) > 0 {
+				f.children = fieldsOf(ps, depth+1)
+			} else if items := objectItems(ps); items != nil {
+				f.array, f.children = true, fieldsOf(items, depth+1)
+			}
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// renderFields writes the shown fields of fs.
+func renderFields(fs []*field) string {
+	var parts []string
+	for _, f := range fs {
+		if !f.shown {
+			continue
+		}
+		part := f.name
+		if f.array {
+			part += "[]"
+		}
+		inner := renderFields(f.children)
+		switch {
+		case inner != "":
+			part += "{" + inner + "}"
+		case f.array:
+			part = f.name + ": array of object"
+		case f.typ != "string":
+			part += ": " + f.typ
+		}
+		parts = append(parts, part)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // objectItems returns the items schema of an array of objects with named

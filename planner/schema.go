@@ -501,6 +501,11 @@ func stripNulls(v any, schema map[string]any) any {
 	return obj
 }
 
+// Lean returns the compact rendering of a tool's input schema that the
+// planner's non-strict planning tool carries: see lean. The model section
+// of the bench harness offers ReAct the same rendering, for comparison.
+func Lean(schema map[string]any) map[string]any { return lean(schema, true) }
+
 // lean drops from a normalized argument schema what a plan does not need:
 // titles (most repeat the property's name), defaults, keyword or closing
 // sentence of a description (a plan leaves an argument out to get its

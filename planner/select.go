@@ -86,8 +86,8 @@ func (p *Planner) toolFor(goal string) *Tool {
 // of them.
 const (
 	answerNote   = "tool_calls: the reply, with ${i.output.field} where results go."
-	returnNote   = "a value to return, e.g. \"$2.output.items\"."
-	promptAnswer = `"answer" (${i.output.field} where results go) is sent as the reply after the run, saving a model call; omit it only if the results must be read first.`
+	returnNote   = "a value to hand back, e.g. \"$2.output\"."
+	promptAnswer = `"answer" (${i.output.field} where results go) is rendered after the run as the reply, saving a model call; omit it only if the results must be read first.`
 )
 
 // Lean tool blocks: what the prompt says of each tool it offers.
