@@ -76,6 +76,9 @@ func withLatency(t registry.Tool, d time.Duration) registry.Tool {
 type taskResult struct {
 	calls, tokensIn, tokensOut int
 	wall                       time.Duration
+	// leanIn is ReAct's tokens in had its tools' schemas been rendered
+	// the way the planner renders them (planner.Lean).
+	leanIn int
 }
 
 const reactSystem = `You are an assistant with tools. Reach the user's goal step by step: call one tool, read its result, then decide the next call. When you have what the goal needs, answer the user in plain text without calling a tool. Do not invent results.`
@@ -89,7 +92,7 @@ func finalAnswer(goal string) string {
 // answer. The model "decides" the gold calls, with the arguments the gold
 // plan resolved to.
 func react(ctx context.Context, c *options, s nestful.Sample, tools map[string]registry.Tool, gold []*orchestrate.StepRecord) (taskResult, error) {
-	var defs []llm.ToolDef
+	var defs, leanDefs []llm.ToolDef
 	for _, name := range s.ToolNames {
 		if name == nestful.ResultTool {
 			continue
@@ -99,6 +102,7 @@ func react(ctx context.Context, c *options, s nestful.Sample, tools map[string]r
 		data, _ := json.Marshal(t.InputSchema)
 		_ = json.Unmarshal(data, &params)
 		defs = append(defs, llm.ToolDef{Name: t.Name, Description: t.Description, Parameters: params})
+		leanDefs = append(leanDefs, llm.ToolDef{Name: t.Name, Description: t.Description, Parameters: planner.Lean(params)})
 	}
 	var res taskResult
 	msgs := []llm.Message{{Role: llm.RoleUser, Content: s.Input}}
@@ -121,6 +125,7 @@ func react(ctx context.Context, c *options, s nestful.Sample, tools map[string]r
 		if err != nil {
 			return res, err
 		}
+		res.leanIn += tokens(&llm.Request{System: reactSystem, Messages: msgs, Tools: leanDefs})
 		res.calls++
 		res.tokensIn += resp.Usage.InputTokens
 		res.tokensOut += resp.Usage.OutputTokens
@@ -480,6 +485,17 @@ func modelRoundTrips(ctx context.Context, c *options, r *report) error {
 	fmt.Fprintf(r.w, "%d NESTFUL tasks, simulated model: %s per call + %s per output token; tool latency %s; tokens = JSON bytes / 4\n", total[0].n, c.modelLatency, c.tokenLatency, c.toolLatency)
 	if err := r.table("model", header, rowsOf(total)); err != nil {
 		return err
+	}
+	leanIn := 0.0
+	for _, o := range results {
+		if o.err == nil {
+			leanIn += float64(o.r[0].leanIn)
+		}
+	}
+	if n := float64(total[0].n); n > 0 {
+		react := (leanIn + total[0].tout) / n
+		fmt.Fprintf(r.w, "ReAct with its tools' schemas rendered as the planner renders them (planner.Lean): %.1f tokens per task in, %.1f in all; %s: %.2fx of that\n",
+			leanIn/n, react, names[2], (total[2].tin+total[2].tout)/n/react)
 	}
 	if fan[0].n > 0 {
 		fmt.Fprintf(r.w, "the %d fan-out tasks (two or more tool steps that need no other step's output):\n", fan[0].n)
