@@ -111,8 +111,8 @@ func Build(version uint64, tools []registry.Tool, opts BuildOptions) *Tool {
 			}
 			continue
 		}
-		strictCalls = append(strictCalls, withStepFields(callSchema(t.Name, widen(strictArgs, true)), true))
-		strictGroupCalls = append(strictGroupCalls, groupCall(t.Name, widen(strictArgs, true), true))
+		strictCalls = append(strictCalls, withStepFields(callSchema(t.Name, widen(strictArgs, true))))
+		strictGroupCalls = append(strictGroupCalls, groupCall(t.Name, widen(strictArgs, true)))
 	}
 	flow := len(tools) > 0 && returnsArrays(tools)
 	pt.Loose = withFlow(planningSchema(looseCalls, nil, false), flow, false)
