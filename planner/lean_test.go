@@ -2,9 +2,13 @@ package planner
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/orchestra-mcp/orchestra/registry"
 )
 
 func decodeJSON(t *testing.T, doc string) map[string]any {
@@ -90,6 +94,37 @@ func TestFieldList(t *testing.T) {
 		got, named, total := fieldList(decodeJSON(t, c.schema), c.limit)
 		if got != c.want || named != c.named || total != c.total {
 			t.Errorf("%s: fieldList = %q, %d named of %d; want %q, %d of %d", c.name, got, named, total, c.want, c.named, c.total)
+		}
+	}
+}
+
+// What the loose planning schema no longer says per tool and per
+// argument, the prompt says once: the step fields, the group, the
+// schedule, and that a template may stand for any argument.
+func TestLooseSchemaLeavesToPrompt(t *testing.T) {
+	tools := []registry.Tool{{Name: "count", Description: "Count words.",
+		InputSchema: &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{
+			"n":    {Type: "integer", Title: "N", Description: "N."},
+			"text": {Type: "string", Default: json.RawMessage(`"x"`)}}}}}
+	pt := Build(1, tools, BuildOptions{})
+	if pt.Strict == nil {
+		t.Fatalf("no strict schema: %v", pt.StrictProblems)
+	}
+	loose, _ := json.Marshal(pt.Loose)
+	for _, absent := range []string{`"result_key"`, `"on_error"`, `"retry"`, `"title"`, `"default"`, `"N."`, `["integer","string"]`} {
+		if strings.Contains(string(loose), absent) {
+			t.Errorf("the loose schema has %s: %s", absent, loose)
+		}
+	}
+	for _, taught := range []string{`"result_key"`, `"on_error": "continue"`, `"retry"`, `{"parallel": [call, call]`, `"schedule": "dag"`, "A template may stand for any argument", `"answer"`} {
+		if !strings.Contains(pt.Prompt, taught) {
+			t.Errorf("the prompt does not teach %s", taught)
+		}
+	}
+	strict, _ := json.Marshal(pt.Strict)
+	for _, kept := range []string{`"result_key"`, `"on_error"`, `"retry"`, `"max_attempts"`} {
+		if !strings.Contains(string(strict), kept) {
+			t.Errorf("the strict schema lost %s", kept)
 		}
 	}
 }
