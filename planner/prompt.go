@@ -224,34 +224,6 @@ func arrayOf(t string, m map[string]any) string {
 	return "array"
 }
 
-func description(m map[string]any) string {
-	for _, b := range branches(m) {
-		if d, ok := b["description"].(string); ok && d != "" {
-			return d
-		}
-	}
-	return ""
-}
-
-// firstSentence returns the first line or sentence of s, at most 160 bytes.
-func firstSentence(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	if i := strings.Index(s, ". "); i >= 0 {
-		s = s[:i+1]
-	}
-	if len(s) > 160 {
-		cut := 157
-		for cut > 0 && s[cut]&0xC0 == 0x80 {
-			cut--
-		}
-		s = s[:cut] + "..."
-	}
-	return s
-}
-
 // userMessage is the first user message: the goal and the bindings.
 func userMessage(goal string, bindings map[string]any) string {
 	var b strings.Builder
