@@ -26,7 +26,9 @@ func (m *anthropicModel) GenerateStream(ctx context.Context, req *Request, onDel
 	defer stream.Close()
 	var msg anthropic.Message
 	calls := map[int64]int{} // content block index → Delta.Call
+	events := 0
 	for stream.Next() {
+		events++
 		ev := stream.Current()
 		if err := msg.Accumulate(ev); err != nil {
 			return nil, &Error{Provider: ProviderAnthropic, Op: op, Kind: ErrBadResponse, Err: err}
@@ -53,6 +55,9 @@ func (m *anthropicModel) GenerateStream(ctx context.Context, req *Request, onDel
 		e := m.wrap(ctx, op, err)
 		m.log.DebugContext(ctx, "model call failed", "model", m.Name(), "duration", time.Since(start), "error", e)
 		return nil, e
+	}
+	if events == 0 {
+		return nil, &Error{Provider: ProviderAnthropic, Op: op, Kind: ErrBadResponse, Err: errNoEvents}
 	}
 	resp := anthropicResponse(&msg)
 	m.log.DebugContext(ctx, "model call", "model", m.Name(), "duration", time.Since(start), "streamed", true,

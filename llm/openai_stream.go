@@ -30,7 +30,9 @@ func (m *openAIModel) GenerateStream(ctx context.Context, req *Request, onDelta 
 	defer stream.Close()
 	var acc openai.ChatCompletionAccumulator
 	calls := map[int64]int{} // the stream's tool call index → Delta.Call
+	chunks := 0
 	for stream.Next() {
+		chunks++
 		chunk := stream.Current()
 		if !acc.AddChunk(chunk) {
 			return nil, &Error{Provider: ProviderOpenAI, Op: op, Kind: ErrBadResponse, Err: errors.New("the stream sent a chunk that does not continue the answer")}
@@ -58,6 +60,9 @@ func (m *openAIModel) GenerateStream(ctx context.Context, req *Request, onDelta 
 		e := m.wrap(ctx, op, err)
 		m.log.DebugContext(ctx, "model call failed", "model", m.Name(), "duration", time.Since(start), "error", e)
 		return nil, e
+	}
+	if chunks == 0 {
+		return nil, &Error{Provider: ProviderOpenAI, Op: op, Kind: ErrBadResponse, Err: errNoEvents}
 	}
 	resp, err := openAIResponse(&acc.ChatCompletion)
 	if err != nil {

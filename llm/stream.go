@@ -2,8 +2,13 @@ package llm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 )
+
+// errNoEvents reports a streaming request answered with no events: a
+// server that does not stream answers with one JSON body.
+var errNoEvents = errors.New("the server answered the streaming request with no events (it may not stream)")
 
 // Delta is one piece of an answer as a provider streams it: text, or the
 // next piece of a tool call's argument text.

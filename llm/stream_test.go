@@ -3,6 +3,7 @@ package llm_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -168,5 +169,31 @@ func TestScriptedStreamPieces(t *testing.T) {
 	}
 	if n := (len(streamedPlan) + 15) / 16; len(before) != n {
 		t.Errorf("Before ran %d times, want one per 16-byte piece (%d)", len(before), n)
+	}
+}
+
+// A server that ignores stream and answers with one JSON body is an error
+// the caller can tell (it then asks without streaming).
+func TestStreamAnsweredWithoutEvents(t *testing.T) {
+	for _, provider := range []string{"openai", "anthropic"} {
+		t.Run(provider, func(t *testing.T) {
+			body := anthropicAnswer
+			if provider == "openai" {
+				body = `{"id":"c","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"hi"}}]}`
+			}
+			f := newFakeAPI(t, jsonReply(200, body))
+			cfg := llm.Config{Provider: provider, Model: "m", BaseURL: f.URL}
+			if provider == "openai" {
+				cfg.BaseURL += "/v1"
+			}
+			m, err := llm.New(cfg, llm.Options{Getenv: env("OPENAI_API_KEY", "k", "ANTHROPIC_API_KEY", "k")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = m.(llm.StreamModel).GenerateStream(t.Context(), &llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "x"}}}, func(llm.Delta) {})
+			if !errors.Is(err, llm.ErrBadResponse) || !strings.Contains(err.Error(), "no events") {
+				t.Errorf("err = %v, want a bad response with no events", err)
+			}
+		})
 	}
 }

@@ -53,8 +53,9 @@ func (p *Planner) generatePlan(ctx context.Context, info *orchestrate.PlannerInf
 	}
 	info.ModelCalls++
 	resp, err := sm.GenerateStream(ctx, req, onDelta)
-	if err != nil && errors.Is(err, llm.ErrBadRequest) && len(sc.buf) == 0 {
-		// Some compatible servers refuse streaming requests: ask as usual.
+	if err != nil && (errors.Is(err, llm.ErrBadRequest) || errors.Is(err, llm.ErrBadResponse)) && len(sc.buf) == 0 {
+		// Some compatible servers refuse or ignore streaming requests:
+		// ask as usual.
 		p.log.DebugContext(ctx, "streaming request refused; asking without streaming", "error", err)
 		st.Reject("the model's stream failed")
 		info.ModelCalls--
