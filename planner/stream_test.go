@@ -2,6 +2,7 @@ package planner_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -308,6 +309,54 @@ func TestStreamGaveUpReportsEarlyStep(t *testing.T) {
 		}
 		if !slices.Contains(codes, orchestrate.CodeStreamRejected) || !slices.Contains(codes, orchestrate.CodePlannerFailed) {
 			t.Errorf("error codes %v", codes)
+		}
+	})
+}
+
+// A call started early that the run did not use (the plan halted before
+// its step) is reported when the run ends.
+func TestStreamUnusedEarlyCallReported(t *testing.T) {
+	plan := `{"type":"tool_calls","calls":[{"tool_name":"lookup","arguments":{"key":"fail"}},{"tool_name":"lookup","arguments":{"key":"b"}}]}`
+	synctest.Test(t, func(t *testing.T) {
+		st := &streamTools{}
+		b := st.started("b")
+		st.call = func(ctx context.Context, name, key string, n int) error {
+			if key == "fail" {
+				// Fail once step 2 has started: the plan then halts
+				// before step 2's turn.
+				select {
+				case <-b:
+				case <-ctx.Done():
+				}
+				return errors.New("no such key")
+			}
+			return nil
+		}
+		m := llm.NewScripted([]llm.Response{planning(plan)}).Streaming(llm.StreamScript{Split: byCall})
+		env, err := streamPlanner(t, st, m, "", 1).Run(t.Context(), &orchestrate.Request{Prompt: "x"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-b:
+		default:
+			t.Fatalf("step 2 did not start early")
+		}
+		a := env.Artifact
+		if a.Success || a.Steps[1].Status != orchestrate.StatusSkipped {
+			t.Fatalf("status %s, steps %+v", a.Status, a.Steps)
+		}
+		var unused *orchestrate.Error
+		for _, e := range a.Errors {
+			if e.Code == orchestrate.CodeStreamUnused {
+				unused = e
+			}
+		}
+		if unused == nil || unused.StepID != a.Steps[1].ID || !strings.Contains(unused.Message, "did not use") {
+			t.Errorf("errors %v, want step 2's early call reported unused", a.Errors)
+		}
+		if n := len(st.list()); n != 2 {
+			t.Errorf("calls %v: the failed step ran again", st.list())
 		}
 	})
 }
