@@ -244,6 +244,9 @@ func writeStream(w http.ResponseWriter, n int, model string, rep Reply, msg map[
 		}
 	}
 	id := fmt.Sprintf("chatcmpl-%d", n)
+	if n == 0 {
+		id = "chatcmpl"
+	}
 	send := func(choices []any, usage any) {
 		chunk := map[string]any{"id": id, "object": "chat.completion.chunk", "created": 0, "model": model, "choices": choices}
 		if usage != nil {
@@ -287,4 +290,41 @@ func pieces(s string, n int) []string {
 		r = r[k:]
 	}
 	return out
+}
+
+// Respond writes completion, a chat.completion object, as a server does:
+// as is, or, when the request asked to stream, as server-sent events of
+// chat.completion.chunk objects carrying the same answer. Tests with
+// fakes of their own answer through it.
+func Respond(w http.ResponseWriter, stream bool, completion []byte) {
+	var cc struct {
+		ID      string `json:"id"`
+		Model   string `json:"model"`
+		Choices []struct {
+			Message      map[string]any `json:"message"`
+			FinishReason string         `json:"finish_reason"`
+		} `json:"choices"`
+		Usage struct {
+			PromptTokens     int `json:"prompt_tokens"`
+			CompletionTokens int `json:"completion_tokens"`
+		} `json:"usage"`
+	}
+	if !stream || json.Unmarshal(completion, &cc) != nil || len(cc.Choices) == 0 {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(completion)
+		return
+	}
+	rep := Reply{InputTokens: cc.Usage.PromptTokens, OutputTokens: cc.Usage.CompletionTokens}
+	msg := cc.Choices[0].Message
+	if text, ok := msg["content"].(string); ok {
+		rep.Text = text
+	}
+	out := map[string]any{}
+	if calls, ok := msg["tool_calls"].([]any); ok {
+		data, _ := json.Marshal(calls)
+		var tcs []ToolCall
+		json.Unmarshal(data, &tcs)
+		out["tool_calls"] = tcs
+	}
+	writeStream(w, 0, cc.Model, rep, out, cc.Choices[0].FinishReason)
 }
