@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -47,7 +48,9 @@ const (
 // [StreamFrom] and offers it the plan as it grows. A top-level tool step
 // starts as soon as the plan written so far validates, the policy allows
 // its tool, and the steps it references have finished (their outputs
-// resolve its arguments). Steps with for_each, when or groups, agent
+// resolve its arguments); a parallel group of such tool steps starts all
+// its children once complete, when a run would start them all at once.
+// Steps with for_each or when, steps that need a group's output, agent
 // steps and tools the client runs wait for the whole plan.
 //
 // The whole plan's validation still decides: when it passes, the run's
@@ -64,19 +67,21 @@ type Stream struct {
 
 	mu      sync.Mutex
 	policy  string
-	plan    *Plan                // the plan written so far
-	calls   map[int]*earlyCall   // this attempt's, by top-level index
-	never   map[int]bool         // top-level steps of this attempt that will not start early
-	stopped bool                 // the plan so far is invalid: nothing more starts
-	final   bool                 // the plan is the run's: calls are taken, none start
-	old     []*earlyCall         // calls of rejected attempts
-	reports []*Error             // what came of the calls not used
-	rejects map[*earlyCall]error // the reason each rejected call was cancelled
+	plan    *Plan                 // the plan written so far
+	calls   map[string]*earlyCall // this attempt's, by step path
+	started map[int]bool          // top-level steps of this attempt started early
+	never   map[int]bool          // top-level steps of this attempt that will not start early
+	stopped bool                  // the plan so far is invalid: nothing more starts
+	final   bool                  // the plan is the run's: calls are taken, none start
+	old     []*earlyCall          // calls of rejected attempts
+	reports []*Error              // what came of the calls not used
+	rejects map[*earlyCall]error  // the reason each rejected call was cancelled
 }
 
 // earlyCall is one tool call started before the plan was complete.
 type earlyCall struct {
-	index  int
+	index  int    // the top-level step's
+	path   string // the step's
 	stepID string
 	tool   string
 	args   []byte // the resolved arguments, JSON
@@ -107,7 +112,7 @@ func (r *run) newStream(ctx context.Context) *Stream {
 	base, cancel := context.WithCancel(base)
 	// The caller's cancellation reaches the early calls too.
 	stop := context.AfterFunc(ctx, cancel)
-	return &Stream{r: r, base: base, cancel: func() { stop(); cancel() }, calls: map[int]*earlyCall{}, never: map[int]bool{}}
+	return &Stream{r: r, base: base, cancel: func() { stop(); cancel() }, calls: map[string]*earlyCall{}, started: map[int]bool{}, never: map[int]bool{}}
 }
 
 // Offer gives the stream the plan written so far: every step in it
@@ -148,21 +153,25 @@ func (s *Stream) startReady() {
 	sh.tmpl = newTemplateCache(plan)
 	sh.prepare()
 	for i, st := range plan.Steps {
-		if s.calls[i] != nil || s.never[i] {
+		if s.started[i] || s.never[i] {
 			continue
 		}
-		tool, ok := s.startable(st)
+		leaves, tools, ok := s.startable(st)
 		if !ok {
 			s.never[i] = true
 			continue
 		}
 		ready := true
 		for _, d := range sh.deps[st] {
-			c := s.calls[d.index]
+			c := s.calls[d.path]
+			if d.IsGroup() || s.never[d.index] {
+				// A group's output is merged by the run: what needs it
+				// waits for the whole plan.
+				s.never[i] = true
+				ready = false
+				break
+			}
 			if c == nil {
-				if s.never[d.index] {
-					s.never[i] = true
-				}
 				ready = false
 				break
 			}
@@ -184,18 +193,55 @@ func (s *Stream) startReady() {
 		if !ready {
 			continue
 		}
-		args, fail := sh.resolveArgs(st)
-		if fail != nil {
-			s.never[i] = true
+		args := make([]map[string]any, len(leaves))
+		for k, leaf := range leaves {
+			a, fail := sh.resolveArgs(leaf)
+			if fail != nil {
+				s.never[i] = true
+				break
+			}
+			args[k] = a
+		}
+		if s.never[i] {
 			continue
 		}
-		s.start(i, st, tool, args)
+		s.started[i] = true
+		for k, leaf := range leaves {
+			s.start(leaf, tools[k], args[k])
+		}
 	}
 }
 
-// startable reports whether top-level step st may start before the plan
+// startable returns the tool steps top-level step st starts early, with
+// their tools: st itself, or the children of a group whose children all
+// start at once in a run (no more than its max_concurrency and the run's
+// max_parallel), each a tool step that may start early.
+func (s *Stream) startable(st *Step) ([]*Step, []registry.Tool, bool) {
+	leaves := []*Step{st}
+	if st.IsGroup() {
+		limit := s.r.lim.MaxParallel
+		if st.MaxConcurrency > 0 {
+			limit = min(limit, st.MaxConcurrency)
+		}
+		if st.When != "" || len(st.Parallel) == 0 || len(st.Parallel) > limit {
+			return nil, nil, false
+		}
+		leaves = st.Parallel
+	}
+	var tools []registry.Tool
+	for _, l := range leaves {
+		tool, ok := s.startableLeaf(l)
+		if !ok {
+			return nil, nil, false
+		}
+		tools = append(tools, tool)
+	}
+	return leaves, tools, true
+}
+
+// startableLeaf reports whether tool step st may start before the plan
 // is complete, and its tool.
-func (s *Stream) startable(st *Step) (registry.Tool, bool) {
+func (s *Stream) startableLeaf(st *Step) (registry.Tool, bool) {
 	if st.Tool == "" || st.Agent != "" || st.IsGroup() || st.IsLoop() || st.When != "" {
 		return registry.Tool{}, false
 	}
@@ -209,20 +255,19 @@ func (s *Stream) startable(st *Step) (registry.Tool, bool) {
 	return tool, true
 }
 
-// start calls the tool of step st, the i-th top-level step, with args.
-func (s *Stream) start(i int, st *Step, tool registry.Tool, args map[string]any) {
+// start calls the tool of tool step st with args.
+func (s *Stream) start(st *Step, tool registry.Tool, args map[string]any) {
 	data, err := json.Marshal(args)
 	if err != nil {
-		s.never[i] = true
-		return
+		return // the run calls it
 	}
 	timeout := s.r.lim.StepTimeout
 	if st.TimeoutMS > 0 {
 		timeout = min(timeout, time.Duration(st.TimeoutMS)*time.Millisecond)
 	}
 	ctx, cancel := context.WithTimeout(s.base, timeout)
-	c := &earlyCall{index: i, stepID: st.ID, tool: st.Tool, args: data, cancel: cancel, done: make(chan struct{})}
-	s.calls[i] = c
+	c := &earlyCall{index: st.index, path: st.path, stepID: st.ID, tool: st.Tool, args: data, cancel: cancel, done: make(chan struct{})}
+	s.calls[st.path] = c
 	s.r.e.log.Debug("step started while the plan is written", "exec_id", s.r.execID, "step_id", st.ID, "tool", st.Tool)
 	s.wg.Add(1)
 	go func() {
@@ -271,6 +316,7 @@ func (s *Stream) rejectLocked(why string) {
 	}
 	clear(s.calls)
 	s.plan, s.stopped = nil, false
+	clear(s.started)
 	clear(s.never)
 }
 
@@ -285,15 +331,15 @@ func (s *Stream) accept() {
 	s.mu.Unlock()
 }
 
-// take returns the early call of top-level tool step st when it called
-// the same tool with the same arguments, and marks it used.
+// take returns the early call of tool step st when it called the same
+// tool with the same arguments, and marks it used.
 func (s *Stream) take(st *Step, args map[string]any) *earlyCall {
-	if s == nil || st.parent != nil || st.iter != nil {
+	if s == nil || st.iter != nil {
 		return nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c := s.calls[st.index]
+	c := s.calls[st.path]
 	if !s.final || c == nil || c.taken || c.tool != st.Tool || c.stepID != st.ID {
 		return nil
 	}
@@ -366,9 +412,14 @@ func (c *earlyCall) outcome() string {
 }
 
 // sortedCalls returns calls in plan order.
-func sortedCalls(calls map[int]*earlyCall) []*earlyCall {
+func sortedCalls(calls map[string]*earlyCall) []*earlyCall {
 	out := slices.Collect(maps.Values(calls))
-	slices.SortFunc(out, func(a, b *earlyCall) int { return a.index - b.index })
+	slices.SortFunc(out, func(a, b *earlyCall) int {
+		if a.index != b.index {
+			return a.index - b.index
+		}
+		return strings.Compare(a.path, b.path)
+	})
 	return out
 }
 

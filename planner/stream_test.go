@@ -360,3 +360,51 @@ func TestStreamUnusedEarlyCallReported(t *testing.T) {
 		}
 	})
 }
+
+// A parallel group starts all its children once it is complete, when a run
+// would start them all at once; with a smaller max_concurrency it waits.
+func TestStreamStartsGroup(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		extra string
+		early []string
+	}{
+		{"all at once", ``, []string{"lookup g1", "lookup g2"}},
+		{"max_concurrency 1", `,"max_concurrency":1`, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			plan := `{"type":"tool_calls","calls":[{"parallel":[{"tool_name":"lookup","arguments":{"key":"g1"}},{"tool_name":"lookup","arguments":{"key":"g2"}}]` + tc.extra + `},` +
+				`{"tool_name":"lookup","arguments":{"key":"z"}}]}`
+			synctest.Test(t, func(t *testing.T) {
+				st := &streamTools{}
+				var atLast []string
+				m := llm.NewScripted([]llm.Response{planning(plan)}).Streaming(llm.StreamScript{
+					Split: func(args string) []string {
+						i := strings.Index(args, `{"tool_name":"lookup","arguments":{"key":"z`)
+						return []string{args[:i], args[i:]}
+					},
+					Before: func(ctx context.Context, call, piece int) error {
+						if piece == 1 {
+							synctest.Wait()
+							atLast = st.list()
+						}
+						return nil
+					},
+				})
+				env, err := streamPlanner(t, st, m, "", 1).Run(t.Context(), &orchestrate.Request{Prompt: "x"})
+				if err != nil || !env.Artifact.Success {
+					t.Fatalf("%v %v %v", err, env.Artifact.Errors, env.Artifact.ValidationErrors)
+				}
+				slices.Sort(atLast)
+				if !slices.Equal(atLast, tc.early) {
+					t.Errorf("called before the plan ended: %v, want %v", atLast, tc.early)
+				}
+				got := st.list()
+				slices.Sort(got)
+				if len(got) != 3 || got[0] != "lookup g1" || got[1] != "lookup g2" || len(env.Artifact.Errors) != 0 {
+					t.Errorf("calls %v, errors %v", got, env.Artifact.Errors)
+				}
+			})
+		})
+	}
+}
