@@ -149,7 +149,9 @@ func (r *run) run(ctx context.Context, planner PlanFunc) (env *Envelope) {
 	}
 	if planner != nil {
 		r.fire(fsm.EventStartPlan)
-		r.stream = r.newStream(ctx)
+		if !r.req.DryRun { // a dry run runs nothing, early or not
+			r.stream = r.newStream(ctx)
+		}
 		plan, info, issues, err := planner(context.WithValue(ctx, streamKey{}, r.stream))
 		r.planInfo = info
 		if plan != nil {

@@ -408,3 +408,18 @@ func TestStreamStartsGroup(t *testing.T) {
 		})
 	}
 }
+
+// A dry run starts nothing, streamed or not.
+func TestStreamDryRunStartsNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := &streamTools{}
+		m := llm.NewScripted([]llm.Response{planning(threeLookups)}).Streaming(llm.StreamScript{Split: byCall})
+		env, err := streamPlanner(t, st, m, orchestrate.StreamAll, 1).Run(t.Context(), &orchestrate.Request{Prompt: "x", DryRun: true})
+		if err != nil || !env.Artifact.Success {
+			t.Fatalf("%v %v", err, env.Artifact.Errors)
+		}
+		if calls := st.list(); len(calls) != 0 {
+			t.Errorf("a dry run called %v", calls)
+		}
+	})
+}
