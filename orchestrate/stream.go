@@ -71,6 +71,7 @@ type Stream struct {
 	calls   map[string]*earlyCall // this attempt's, by step path
 	started map[int]bool          // top-level steps of this attempt started early
 	never   map[int]bool          // top-level steps of this attempt that will not start early
+	count   int                   // the calls started early, every attempt's
 	stopped bool                  // the plan so far is invalid: nothing more starts
 	final   bool                  // the plan is the run's: calls are taken, none start
 	old     []*earlyCall          // calls of rejected attempts
@@ -202,10 +203,14 @@ func (s *Stream) startReady() {
 			}
 			args[k] = a
 		}
-		if s.never[i] {
+		if s.never[i] || s.count+len(leaves) > s.r.lim.MaxToolCalls {
+			// The early calls of every attempt stay within the run's
+			// limit of tool calls.
+			s.never[i] = true
 			continue
 		}
 		s.started[i] = true
+		s.count += len(leaves)
 		for k, leaf := range leaves {
 			s.start(leaf, tools[k], args[k])
 		}

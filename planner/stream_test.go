@@ -423,3 +423,25 @@ func TestStreamDryRunStartsNothing(t *testing.T) {
 		}
 	})
 }
+
+// Early calls stay within the run's limit of tool calls.
+func TestStreamWithinMaxToolCalls(t *testing.T) {
+	plan := `{"type":"tool_calls","calls":[{"tool_name":"lookup","arguments":{"key":"a"}},{"tool_name":"lookup","arguments":{"key":"c"}}]}`
+	synctest.Test(t, func(t *testing.T) {
+		st := &streamTools{}
+		cat := registry.NewCatalog(st.tools(t)...)
+		e := orchestrate.NewEngine(orchestrate.Options{Tools: cat, Limits: orchestrate.Limits{MaxToolCalls: 1}})
+		m := llm.NewScripted([]llm.Response{planning(plan)}).Streaming(llm.StreamScript{Split: byCall})
+		p := planner.New(planner.Options{Catalog: cat, Engine: e, Model: m, Attempts: 1})
+		env, err := p.Run(t.Context(), &orchestrate.Request{Prompt: "x"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if env.Artifact.Success {
+			t.Fatalf("the run passed its limit of one tool call")
+		}
+		if calls := st.list(); !slices.Equal(calls, []string{"lookup a"}) {
+			t.Errorf("calls %v, want only the first (the limit is one call)", calls)
+		}
+	})
+}
