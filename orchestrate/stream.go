@@ -184,7 +184,7 @@ func (s *Stream) startReady() {
 			if !ready {
 				break
 			}
-			if c.err != nil || c.res.IsError {
+			if c.err != nil || c.res == nil || c.res.IsError {
 				s.never[i] = true // the run reports the failure its own way
 				ready = false
 				break
