@@ -210,6 +210,7 @@ tenants:
     match: {tokens: [alice]}
     tools: ["render", "json_query", "filesystem__read_*"]
     limits: {max_steps: 6, plan_timeout: 1m}
+    rate_limit: {requests_per_second: 20, burst: 40}
   partners:
     match: {claims: {org: partner-co}}
     servers: [search]
@@ -222,6 +223,9 @@ store:
 	if err != nil {
 		t.Fatal(err)
 	}
+	if rl := c.Tenants["research"].RateLimit; rl == nil || rl.RequestsPerSecond != 20 || rl.Burst != 40 || c.Tenants["partners"].RateLimit != nil {
+		t.Errorf("tenants' rate limits: %+v, %+v", rl, c.Tenants["partners"].RateLimit)
+	}
 	if c.Tenants["partners"].Planning() || !c.Tenants["research"].Planning() || c.Store.Path != c.Store.URL || c.Store.Lease.D() != 30*time.Second {
 		t.Errorf("parsed %+v %+v", c.Tenants, c.Store)
 	}
@@ -232,6 +236,8 @@ store:
 		{"server: {auth: {jwt: {issuer: x}}}", "needs issuer, audience and jwks_url"},
 		{"store: {url: mysql://x}", "postgres://"},
 		{"server: {auth: {tokens: [{name: a}]}}", "exactly one of token_env and token_file"},
+		{"server: {auth: {tokens: [{name: a, token_env: A}]}}\ntenants: {a: {match: {tokens: [a]}, rate_limit: {burst: 5}}}", "tenants.a.rate_limit.requests_per_second must be positive"},
+		{"server: {auth: {tokens: [{name: a, token_env: A}]}}\ntenants: {a: {match: {tokens: [a]}, rate_limit: {requests_per_second: 1, burst: -1}}}", "tenants.a.rate_limit.burst must not be negative"},
 	} {
 		if _, err := config.Parse([]byte(bad.yaml), func(string) (string, bool) { return "", false }); err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("%s: %v, want an error with %q", bad.yaml, err, bad.want)

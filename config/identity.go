@@ -62,6 +62,11 @@ type Tenant struct {
 	Planner *llm.Config `yaml:"planner,omitempty" json:"planner,omitempty"`
 	// PlanningEnabled false refuses the tenant's prompts: it must send plans.
 	PlanningEnabled *bool `yaml:"planning_enabled,omitempty" json:"planning_enabled,omitempty"`
+	// RateLimit caps the HTTP requests of all the tenant's callers
+	// together (every token and JWT subject it matches), on top of each
+	// caller's own server.rate_limit. Unset means no tenant-wide limit;
+	// a burst of 0 means the rate rounded up.
+	RateLimit *RateLimit `yaml:"rate_limit,omitempty" json:"rate_limit,omitempty"`
 }
 
 // TenantMatch recognises a tenant's callers: by the name of their static
@@ -137,6 +142,14 @@ func (c *Config) validateIdentity() []string {
 			}
 		}
 		problems = append(problems, c.checkTenantLimits(at, t.Limits)...)
+		if rl := t.RateLimit; rl != nil {
+			if rl.RequestsPerSecond <= 0 {
+				problems = append(problems, at+".rate_limit.requests_per_second must be positive: leave rate_limit out for no tenant-wide limit")
+			}
+			if rl.Burst < 0 {
+				problems = append(problems, at+".rate_limit.burst must not be negative")
+			}
+		}
 		if t.Planner != nil {
 			for _, p := range validatePlanner(t.Planner) {
 				problems = append(problems, at+"."+p)

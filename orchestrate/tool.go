@@ -44,15 +44,26 @@ A step's output is the tool's structured output, else {"text": "..."}.
 
 A plan's "answer" (text with ${...}) or "return" (a template value) comes back as artifact.answer or artifact.result, without step outputs; "response": "full" returns all.
 
-Example:
-{"plan": {"steps": [
- {"id": "q", "tool": "json_query", "arguments": {"query": ".n", "input": {"n": 2}}},
- {"id": "r", "tool": "render", "arguments": {"template": "n={{.n}}", "values": {"n": "$q.output.result"}}}
-], "answer": "${r.output.text}"}}
+` + exampleBuiltins + `
 
 Step options: timeout_ms, retry {max_attempts, backoff_ms}, on_error: "continue", "when": "$c.output.ok" (runs only if truthy). Group: merge "collect" | "first_success" | "all_settled". "dry_run": true only validates.
 {"for_each": "$l.output.items", "do": {step using "$item.x", "$item_index"}} runs do per element; output: their array.
 "client_tools" (run by you) pause the run (artifact.pending); go on with {"resume": {"exec_id": "...", "results": {"<step id>": output}}}.`
+
+// exampleBuiltins is the description's example plan, over built-in tools;
+// exampleGeneric replaces it for a caller that may not call them.
+const (
+	exampleBuiltins = `Example:
+{"plan": {"steps": [
+ {"id": "q", "tool": "json_query", "arguments": {"query": ".n", "input": {"n": 2}}},
+ {"id": "r", "tool": "render", "arguments": {"template": "n={{.n}}", "values": {"n": "$q.output.result"}}}
+], "answer": "${r.output.text}"}}`
+	exampleGeneric = `Example (TOOL_A and TOOL_B stand for your tools):
+{"plan": {"steps": [
+ {"id": "q", "tool": "TOOL_A", "arguments": {"query": "x"}},
+ {"id": "r", "tool": "TOOL_B", "arguments": {"input": "$q.output.result"}}
+], "answer": "${r.output.text}"}}`
+)
 
 // maxUnlistedBytes caps what the description spends on the tools a plan
 // can call that tools/list does not show; orchestra_tools describes the
@@ -63,9 +74,22 @@ const maxUnlistedBytes = 120
 // plan, then the tools a plan can call that are not listed to the client
 // on their own (unlisted): a line each while they fit, then their number.
 // The listed tools are not repeated: the client has their definitions.
-func Describe(unlisted []registry.Tool) string {
+func Describe(unlisted []registry.Tool) string { return describe(howTo, unlisted) }
+
+// DescribeFor is Describe for a caller that may call only the tools
+// callable accepts (a tenant's): unlisted holds only such tools, and the
+// example plan names none it may not call.
+func DescribeFor(unlisted []registry.Tool, callable func(name string) bool) string {
+	text := howTo
+	if !callable("json_query") || !callable("render") {
+		text = strings.Replace(text, exampleBuiltins, exampleGeneric, 1)
+	}
+	return describe(text, unlisted)
+}
+
+func describe(text string, unlisted []registry.Tool) string {
 	var b strings.Builder
-	b.WriteString(howTo)
+	b.WriteString(text)
 	if len(unlisted) == 0 {
 		return b.String()
 	}

@@ -58,6 +58,9 @@ func (a *App) syncDiscovery(needed bool) {
 // discover answers orchestra_tools.
 func (a *App) discover(ctx context.Context, req *mcp.CallToolRequest, in discoveryInput) (*mcp.CallToolResult, any, error) {
 	tools := a.Catalog.List()
+	if allow := a.callerTools(req.Extra); allow != nil { // a tenant's caller learns only of its tools
+		tools = registry.Filter(tools, func(t registry.Tool) bool { return allow(t.Name) })
+	}
 	out := discoveryOutput{Tools: []discoveredTool{}}
 	picked := map[string]bool{}
 	describe := func(t registry.Tool) {

@@ -72,6 +72,9 @@ func (a *App) HTTPHandler(opts HTTPOptions) http.Handler {
 	mux := http.NewServeMux()
 	var mcpHandler http.Handler = http.NewCrossOriginProtection().Handler(a.intake(opts, h))
 	if a.tokens != nil {
+		if tl := newTenantLimits(a.Config.Tenants, time.Now); tl != nil {
+			mcpHandler = tl.limit(mcpHandler) // after authentication, which names the tenant
+		}
 		mcpHandler = a.tokens.requireToken(mcpHandler)
 	}
 	if rl := cfg.RateLimit; rl.RequestsPerSecond > 0 {

@@ -191,11 +191,14 @@ func (a *App) unknownTools(next mcp.MethodHandler) mcp.MethodHandler {
 			return next(ctx, method, req)
 		}
 		name := r.Params.Name
+		allow := a.callerTools(r.Extra) // a tenant's caller is told only of its tools
 		a.mu.Lock()
 		listed := name == orchestrate.ToolName || name == DiscoveryToolName || a.exposed[name]
 		names := []string{orchestrate.ToolName}
 		for n := range a.exposed {
-			names = append(names, n)
+			if allow == nil || allow(n) {
+				names = append(names, n)
+			}
 		}
 		a.mu.Unlock()
 		if listed {
@@ -203,7 +206,7 @@ func (a *App) unknownTools(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		slices.Sort(names)
 		msg := fmt.Sprintf("unknown tool %q", name)
-		if _, inCatalog := a.Catalog.Lookup(name); inCatalog {
+		if _, inCatalog := a.Catalog.Lookup(name); inCatalog && (allow == nil || allow(name)) {
 			msg = fmt.Sprintf("tool %q is not listed to clients; call it from a plan step of %s", name, orchestrate.ToolName)
 		} else if s := suggest.Closest(name, names, 3); len(s) > 0 {
 			msg += fmt.Sprintf("; did you mean %s? tools/list shows every tool", quoteAll(s))

@@ -7,16 +7,22 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/orchestra-mcp/orchestra/internal/pgtest"
 )
 
 // BenchmarkRun records one whole run: StartRun, four RecordStep calls and
-// FinishRun, as an orchestration of four steps writes it.
+// FinishRun, as an orchestration of four steps writes it (on PostgreSQL
+// the step and finish writes are fenced).
 func BenchmarkRun(b *testing.B) {
-	for _, mode := range []string{"memory", "file"} {
+	for _, mode := range []string{"memory", "file", "postgres"} {
 		b.Run(mode, func(b *testing.B) {
 			path := Memory
-			if mode == "file" {
+			switch mode {
+			case "file":
 				path = tempDB(b)
+			case "postgres":
+				path = pgtest.URL(b)
 			}
 			s := openTest(b, path, Options{})
 			ctx := b.Context()

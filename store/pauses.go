@@ -62,7 +62,8 @@ func (s *Store) QueueKeepRequest(ctx context.Context, execID string, request jso
 // until expires, with its request, and waits until that, and every write
 // queued before it, is committed.
 func (s *Store) Pause(ctx context.Context, execID string, request, pending json.RawMessage, expires time.Time) error {
-	w := &pauseWrite{db: s.writer, id: execID, request: request, pending: pending, expires: expires, at: s.now()}
+	w := &pauseWrite{db: s.writer, id: execID, request: request, pending: pending, expires: expires, at: s.now(), fence: s.fenceID()}
+	s.running.remove(execID)
 	return s.do(ctx, w)
 }
 
@@ -76,7 +77,17 @@ func (s *Store) Claim(ctx context.Context, execID string, claims int, event stri
 		return fmt.Errorf("claiming run %s: unknown event %q", execID, event)
 	}
 	w := &claimWrite{db: s.writer, id: execID, claims: claims, event: event, detail: detail, at: s.now(), instance: s.instance, lease: s.leaseUntil()}
-	return s.do(ctx, w)
+	if !s.pg {
+		return s.do(ctx, w)
+	}
+	if !s.running.add(execID) {
+		return fmt.Errorf("%s: %w", w, ErrStillExecuting)
+	}
+	err := s.do(ctx, w)
+	if err != nil {
+		s.running.remove(execID)
+	}
+	return err
 }
 
 // ResumableIn returns what continuing run execID needs, within scope: the
@@ -187,6 +198,7 @@ type pauseWrite struct {
 	request, pending      json.RawMessage
 	requestText, pendText sql.NullString
 	expires, at           time.Time
+	fence                 string // the instance that must hold the run, on PostgreSQL
 }
 
 func (w *pauseWrite) String() string { return "pausing run " + w.id }
@@ -203,6 +215,9 @@ func (w *pauseWrite) encode() (err error) {
 
 func (w *pauseWrite) apply(ctx context.Context, tx *sql.Tx, _ *statements) error {
 	return inTx(ctx, w.db, tx, func(tx *sql.Tx) error {
+		if err := checkFence(ctx, tx, w, w.id, w.fence); err != nil {
+			return err
+		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO resumable (exec_id, request, paused, pending, expires_at) VALUES (?, ?, 1, ?, ?)
 			ON CONFLICT (exec_id) DO UPDATE SET request = excluded.request, paused = 1, pending = excluded.pending, expires_at = excluded.expires_at`,
 			w.id, w.requestText, w.pendText, w.expires.UnixNano())

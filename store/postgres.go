@@ -74,7 +74,7 @@ func (s *Store) openPostgres(ctx context.Context) error {
 	if _, err := s.Prune(ctx); err != nil {
 		return err
 	}
-	s.stmts, err = prepareStatements(ctx, s.writer, true)
+	s.stmts, err = prepareStatements(ctx, s.writer, s.instance)
 	return err
 }
 
@@ -141,28 +141,20 @@ func (s *Store) renewLeases(ctx context.Context) error {
 
 // interruptLapsed marks interrupted the running runs of other instances
 // whose lease has lapsed, with their running steps, and returns how many.
+// It takes the runs' rows first, as the fenced writes do (ErrFenced), so
+// that a late write and the takeover wait for each other rather than
+// deadlock.
 func (s *Store) interruptLapsed(ctx context.Context) (int, error) {
-	tx, err := s.reader.BeginTx(ctx, nil)
-	if err != nil {
-		return 0, err
-	}
-	defer tx.Rollback()
-	now := s.now().UnixNano()
-	if _, err := tx.ExecContext(ctx, `UPDATE steps SET status = 'interrupted'
-		WHERE status = 'running' AND exec_id IN (SELECT exec_id FROM runs
-			WHERE status = 'running' AND instance != ? AND lease_until < ? AND `+notPaused+`)`, s.instance, now); err != nil {
-		return 0, err
-	}
-	res, err := tx.ExecContext(ctx, `UPDATE runs SET status = 'interrupted', error = ?
-		WHERE status = 'running' AND instance != ? AND lease_until < ? AND `+notPaused, leaseLapsedError, s.instance, now)
-	if err != nil {
-		return 0, err
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return 0, err
-	}
-	return int(n), tx.Commit()
+	var n int
+	err := s.reader.QueryRowContext(ctx, `WITH lapsed AS (
+			UPDATE runs SET status = 'interrupted', error = ?
+			WHERE status = 'running' AND instance != ? AND lease_until < ? AND `+notPaused+`
+			RETURNING exec_id),
+		steps_interrupted AS (
+			UPDATE steps SET status = 'interrupted'
+			WHERE status = 'running' AND exec_id IN (SELECT exec_id FROM lapsed))
+		SELECT count(*) FROM lapsed`, leaseLapsedError, s.instance, s.now().UnixNano()).Scan(&n)
+	return n, err
 }
 
 // leaseLapsedError is the Error of a run whose replica stopped renewing its lease.

@@ -186,6 +186,9 @@ type Stats struct {
 	// (StartRun, RecordStep, FinishRun and their Queue forms), failed ones
 	// included.
 	Writes int64
+	// Fenced counts the writes refused because another replica took their
+	// run over after this one's lease lapsed ([ErrFenced]).
+	Fenced int64
 	// Transactions counts the write transactions the writer committed for
 	// them: under load, many writes share one.
 	Transactions int64
@@ -225,6 +228,8 @@ type Store struct {
 	writerDone chan struct{} // closed when the writer goroutine has ended; nil before it starts
 	writes     atomic.Int64  // writes applied, for Stats
 	commits    atomic.Int64  // transactions committed for them, for Stats
+	fenced     atomic.Int64  // writes refused by fencing, for Stats
+	running    executing     // the runs this process executes, on PostgreSQL
 
 	closeOnce sync.Once
 	closeErr  error
@@ -345,7 +350,7 @@ func (s *Store) open(ctx context.Context) error {
 		if err := s.migrate(ctx, migrations); err != nil {
 			return err
 		}
-		s.stmts, err = prepareStatements(ctx, db, false)
+		s.stmts, err = prepareStatements(ctx, db, "")
 		return err
 	}
 
@@ -421,7 +426,7 @@ func (s *Store) open(ctx context.Context) error {
 	if _, err := s.Prune(ctx); err != nil {
 		return err
 	}
-	s.stmts, err = prepareStatements(ctx, writer, false)
+	s.stmts, err = prepareStatements(ctx, writer, "")
 	return err
 }
 
@@ -453,7 +458,7 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 	if err := s.Flush(ctx); err != nil {
 		return st, fmt.Errorf("reading execution store stats: %w", err)
 	}
-	st.Writes, st.Transactions = s.writes.Load(), s.commits.Load()
+	st.Writes, st.Transactions, st.Fenced = s.writes.Load(), s.commits.Load(), s.fenced.Load()
 	v, err := schemaVersion(ctx, s.reader, s.pg)
 	if err != nil {
 		return st, fmt.Errorf("reading execution store stats: %w", err)

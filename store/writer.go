@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 )
@@ -72,6 +73,12 @@ func (s *Store) applyBatch(ctx context.Context, batch []queued) {
 			finished++
 		}
 		switch {
+		case errors.Is(err, ErrFenced):
+			s.fenced.Add(1)
+			s.log.Warn("refused a write to a run another replica took over after this one's lease lapsed", "exec_id", q.w.execID(), "write", q.w.String())
+			if q.res != nil {
+				q.res <- err
+			}
 		case q.res != nil:
 			q.res <- err
 		case err != nil:

@@ -152,6 +152,11 @@ func bind(ctx context.Context, tx *sql.Tx, stmt *sql.Stmt) *sql.Stmt {
 // running it.
 type statements struct {
 	insertRun, upsertStep, finishRun *sql.Stmt
+	// fence is the instance the step and finish writes are fenced with
+	// on PostgreSQL (see ErrFenced); "" on SQLite. runExists tells a
+	// fenced write's run from a missing one.
+	fence     string
+	runExists *sql.Stmt
 }
 
 const (
@@ -177,16 +182,21 @@ const (
 		WHERE exec_id = ?`
 )
 
-func prepareStatements(ctx context.Context, db *sql.DB, pg bool) (*statements, error) {
-	var st statements
-	finish := finishRunSQL
-	if pg {
-		finish = pgFinishRunSQL
+// prepareStatements prepares the hot writes; a fence (PostgreSQL's
+// instance) makes them PostgreSQL's, fenced.
+func prepareStatements(ctx context.Context, db *sql.DB, fence string) (*statements, error) {
+	st := statements{fence: fence}
+	upsert, finish, exists := upsertStepSQL, finishRunSQL, ""
+	if fence != "" {
+		upsert, finish, exists = pgUpsertStepSQL, pgFencedFinishRunSQL, runExistsSQL
 	}
 	for _, p := range []struct {
 		stmt  **sql.Stmt
 		query string
-	}{{&st.insertRun, insertRunSQL}, {&st.upsertStep, upsertStepSQL}, {&st.finishRun, finish}} {
+	}{{&st.insertRun, insertRunSQL}, {&st.upsertStep, upsert}, {&st.finishRun, finish}, {&st.runExists, exists}} {
+		if p.query == "" {
+			continue
+		}
 		var err error
 		if *p.stmt, err = db.PrepareContext(ctx, p.query); err != nil {
 			st.close()
@@ -198,7 +208,7 @@ func prepareStatements(ctx context.Context, db *sql.DB, pg bool) (*statements, e
 
 func (st *statements) close() error {
 	var first error
-	for _, s := range []*sql.Stmt{st.insertRun, st.upsertStep, st.finishRun} {
+	for _, s := range []*sql.Stmt{st.insertRun, st.upsertStep, st.finishRun, st.runExists} {
 		if s == nil {
 			continue
 		}
@@ -232,6 +242,9 @@ func (s *Store) startRun(r Run) (*startRunWrite, error) {
 	}
 	if r.StartedAt.IsZero() {
 		r.StartedAt = s.now()
+	}
+	if s.pg && r.Status == StatusRunning {
+		s.running.add(r.ExecID)
 	}
 	return &startRunWrite{r: r, instance: s.instance, leaseUntil: s.leaseUntil()}, nil
 }
@@ -302,14 +315,24 @@ func (w *recordStepWrite) encode() error {
 
 func (w *recordStepWrite) apply(ctx context.Context, tx *sql.Tx, stmts *statements) error {
 	st := w.st
-	_, err := bind(ctx, tx, stmts.upsertStep).ExecContext(ctx,
-		st.ExecID, st.StepID, st.Index, st.Path, st.Tool, st.Status, nullTime(st.StartedAt),
-		st.DurationMS, st.Attempts, w.output, w.stepErr)
+	args := []any{st.ExecID, st.StepID, st.Index, st.Path, st.Tool, st.Status, nullTime(st.StartedAt),
+		st.DurationMS, st.Attempts, w.output, w.stepErr}
+	if stmts.fence != "" {
+		args = append(args, st.ExecID, stmts.fence)
+	}
+	res, err := bind(ctx, tx, stmts.upsertStep).ExecContext(ctx, args...)
 	if isConstraint(err, sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY) || isPGConstraint(err, pgForeignKeyViolation) {
 		return fmt.Errorf("recording step %s: run %s: %w", st.StepID, st.ExecID, ErrNotFound)
 	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", w, err)
+	}
+	if stmts.fence != "" {
+		if n, err := res.RowsAffected(); err != nil {
+			return fmt.Errorf("%s: %w", w, err)
+		} else if n == 0 {
+			return refusedWrite(w, st.ExecID, func() *sql.Row { return bind(ctx, tx, stmts.runExists).QueryRowContext(ctx, st.ExecID) })
+		}
 	}
 	return nil
 }
@@ -332,6 +355,7 @@ func (s *Store) finishRun(execID string, status Status, envelope json.RawMessage
 	if finishedAt.IsZero() {
 		finishedAt = s.now()
 	}
+	s.running.remove(execID)
 	return &finishRunWrite{id: execID, status: status, raw: envelope, finishedAt: finishedAt}, nil
 }
 
@@ -351,13 +375,18 @@ func (w *finishRunWrite) encode() error {
 
 func (w *finishRunWrite) apply(ctx context.Context, tx *sql.Tx, st *statements) error {
 	at := w.finishedAt.UnixNano()
-	res, err := bind(ctx, tx, st.finishRun).ExecContext(ctx,
-		string(w.status), w.envelope, at, w.errText, at, w.id)
+	args := []any{string(w.status), w.envelope, at, w.errText, at, w.id}
+	if st.fence != "" {
+		args = append(args, st.fence)
+	}
+	res, err := bind(ctx, tx, st.finishRun).ExecContext(ctx, args...)
 	if err != nil {
 		return fmt.Errorf("%s: %w", w, err)
 	}
 	if n, err := res.RowsAffected(); err != nil {
 		return fmt.Errorf("%s: %w", w, err)
+	} else if n == 0 && st.fence != "" {
+		return refusedWrite(w, w.id, func() *sql.Row { return bind(ctx, tx, st.runExists).QueryRowContext(ctx, w.id) })
 	} else if n == 0 {
 		return fmt.Errorf("%s: %w", w, ErrNotFound)
 	}

@@ -1,0 +1,59 @@
+package server
+
+import (
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+
+	"github.com/orchestra-mcp/orchestra/config"
+)
+
+// tenantLimits keeps one token bucket per tenant with a rate_limit, shared
+// by all the tenant's callers: every token and JWT subject it matches. It
+// runs after authentication, which names the caller's tenant, and in
+// addition to the per-client limit (rateLimiter), which runs before it.
+type tenantLimits struct {
+	limiters map[string]*rateLimiter // by tenant
+}
+
+// newTenantLimits returns the limits of the tenants that set a rate_limit,
+// or nil when none does.
+func newTenantLimits(tenants map[string]config.Tenant, now func() time.Time) *tenantLimits {
+	tl := &tenantLimits{limiters: map[string]*rateLimiter{}}
+	for name, t := range tenants {
+		if rl := t.RateLimit; rl != nil && rl.RequestsPerSecond > 0 {
+			l := newRateLimiter(rl.RequestsPerSecond, rl.Burst, nil)
+			l.now = now
+			tl.limiters[name] = l
+		}
+	}
+	if len(tl.limiters) == 0 {
+		return nil
+	}
+	return tl
+}
+
+// limit answers a request of a tenant over its rate with 429 and
+// Retry-After, as the per-client limit does, naming the tenant.
+func (tl *tenantLimits) limit(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tenant := tenantOf(auth.TokenInfoFromContext(r.Context()))
+		l := tl.limiters[tenant]
+		if l == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		ok, wait := l.allow(tenant)
+		if ok {
+			next.ServeHTTP(w, r)
+			return
+		}
+		secs := max(1, int(math.Ceil(wait.Seconds())))
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		http.Error(w, fmt.Sprintf("too many requests: the callers of tenant %q may send %g requests per second together (bursts of %d); retry after %d s, or raise tenants.%s.rate_limit in the server's configuration", tenant, float64(l.rps), l.burst, secs, tenant), http.StatusTooManyRequests)
+	})
+}
