@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/orchestra-mcp/orchestra/internal/fakeopenai"
 )
 
 // openAIFake is a local OpenAI-compatible server: planning requests (those
@@ -34,6 +36,7 @@ func newOpenAIFake(t *testing.T, plan func() string, text string) *openAIFake {
 			Tools []struct {
 				Function struct{ Name string } `json:"function"`
 			} `json:"tools"`
+			Stream bool `json:"stream"`
 		}
 		data, _ := io.ReadAll(r.Body)
 		if err := json.Unmarshal(data, &body); err != nil {
@@ -46,17 +49,16 @@ func newOpenAIFake(t *testing.T, plan func() string, text string) *openAIFake {
 		f.mu.Lock()
 		f.messages = append(f.messages, strings.Join(msgs, "\n"))
 		f.mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
 		if len(body.Tools) > 0 && body.Tools[0].Function.Name == "__planning__" {
 			args, _ := json.Marshal(f.plan())
-			fmt.Fprintf(w, `{"id":"c1","object":"chat.completion","created":1,"model":"gpt-test","choices":[{"index":0,"finish_reason":"tool_calls",
+			fakeopenai.Respond(w, body.Stream, fmt.Appendf(nil, `{"id":"c1","object":"chat.completion","created":1,"model":"gpt-test","choices":[{"index":0,"finish_reason":"tool_calls",
 				"message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"__planning__","arguments":%s}}]}}],
-				"usage":{"prompt_tokens":100,"completion_tokens":10,"total_tokens":110}}`, args)
+				"usage":{"prompt_tokens":100,"completion_tokens":10,"total_tokens":110}}`, args))
 			return
 		}
 		answer, _ := json.Marshal(text)
-		fmt.Fprintf(w, `{"id":"c2","object":"chat.completion","created":1,"model":"gpt-test","choices":[{"index":0,"finish_reason":"stop",
-			"message":{"role":"assistant","content":%s}}],"usage":{"prompt_tokens":50,"completion_tokens":5,"total_tokens":55}}`, answer)
+		fakeopenai.Respond(w, body.Stream, fmt.Appendf(nil, `{"id":"c2","object":"chat.completion","created":1,"model":"gpt-test","choices":[{"index":0,"finish_reason":"stop",
+			"message":{"role":"assistant","content":%s}}],"usage":{"prompt_tokens":50,"completion_tokens":5,"total_tokens":55}}`, answer))
 	}))
 	t.Cleanup(f.Close)
 	return f

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/orchestra-mcp/orchestra/internal/fakeopenai"
 )
 
 // builtinPlan uses the built-in tools, so it runs with the default catalog.
@@ -188,13 +190,12 @@ func TestCLIAskOpenAICompatible(t *testing.T) {
 		if r.Header.Get("Authorization") != "Bearer local-key" {
 			t.Errorf("authorization %q", r.Header.Get("Authorization"))
 		}
-		w.Header().Set("Content-Type", "application/json")
 		message := `{"role":"assistant","content":"There are 3 items."}`
 		if n == 1 {
 			args, _ := json.Marshal(builtinPlan)
 			message = fmt.Sprintf(`{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"__planning__","arguments":%s}}]}`, args)
 		}
-		fmt.Fprintf(w, `{"id":"c","object":"chat.completion","created":1,"model":"llama3","choices":[{"index":0,"finish_reason":"stop","message":%s}],"usage":{"prompt_tokens":10,"completion_tokens":2,"total_tokens":12}}`, message)
+		fakeopenai.Respond(w, body["stream"] == true, fmt.Appendf(nil, `{"id":"c","object":"chat.completion","created":1,"model":"llama3","choices":[{"index":0,"finish_reason":"stop","message":%s}],"usage":{"prompt_tokens":10,"completion_tokens":2,"total_tokens":12}}`, message))
 	}))
 	defer srv.Close()
 	t.Setenv("ORCHESTRA_TEST_KEY", "local-key")

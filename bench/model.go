@@ -56,6 +56,71 @@ func (m *simModel) Generate(ctx context.Context, req *llm.Request) (*llm.Respons
 	return resp, nil
 }
 
+// streamSim is simModel streaming its answer: after the call's latency,
+// the text and the tool calls' arguments arrive in pieces of 4 tokens
+// (16 bytes), evenly over the time the output tokens take, so the last
+// piece arrives when Generate would have answered.
+type streamSim struct{ *simModel }
+
+func (m streamSim) GenerateStream(ctx context.Context, req *llm.Request, onDelta func(llm.Delta)) (*llm.Response, error) {
+	resp := m.answer(req)
+	resp.Usage = llm.Usage{InputTokens: tokens(req), OutputTokens: tokens(resp.Text) + tokens(resp.ToolCalls)}
+	resp.Model = "simulated"
+	var deltas []llm.Delta
+	for _, p := range pieces(resp.Text, 16) {
+		deltas = append(deltas, llm.Delta{Text: p})
+	}
+	for i, tc := range resp.ToolCalls {
+		for j, p := range pieces(string(tc.Arguments), 16) {
+			d := llm.Delta{Call: i, Arguments: p}
+			if j == 0 {
+				d.Name = tc.Name
+			}
+			deltas = append(deltas, d)
+		}
+	}
+	start := time.Now()
+	writing := time.Duration(resp.Usage.OutputTokens) * m.perToken
+	for k, d := range deltas {
+		at := m.latency + writing*time.Duration(k+1)/time.Duration(len(deltas))
+		if err := sleepCtx(ctx, at-time.Since(start)); err != nil {
+			return nil, err
+		}
+		onDelta(d)
+	}
+	if err := sleepCtx(ctx, m.latency+writing-time.Since(start)); err != nil {
+		return nil, err
+	}
+	return resp, nil
+}
+
+// pieces cuts s every n bytes.
+func pieces(s string, n int) []string {
+	var out []string
+	for len(s) > n {
+		out = append(out, s[:n])
+		s = s[n:]
+	}
+	if s != "" {
+		out = append(out, s)
+	}
+	return out
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // withLatency makes a tool take d longer.
 func withLatency(t registry.Tool, d time.Duration) registry.Tool {
 	call := t.Call
@@ -153,15 +218,20 @@ func react(ctx context.Context, c *options, s nestful.Sample, tools map[string]r
 // orchestraTask runs a task through the prompt path: the planner (one
 // model call, answered with planJSON through __planning__), the engine,
 // and, unless the plan's answer renders, the answer (one more call).
-func orchestraTask(ctx context.Context, c *options, s nestful.Sample, tools []registry.Tool, planJSON []byte) (taskResult, error) {
+func orchestraTask(ctx context.Context, c *options, s nestful.Sample, tools []registry.Tool, planJSON []byte, stream bool) (taskResult, error) {
 	cat := registry.NewCatalog(tools...)
 	e := orchestrate.NewEngine(orchestrate.Options{Tools: cat, Limits: orchestrate.Limits{MaxSteps: 64, MaxTemplates: 4096}})
-	m := &simModel{latency: c.modelLatency, perToken: c.tokenLatency, answer: func(req *llm.Request) *llm.Response {
+	sim := &simModel{latency: c.modelLatency, perToken: c.tokenLatency, answer: func(req *llm.Request) *llm.Response {
 		if len(req.Tools) > 0 && req.Tools[0].Name == planner.ToolName {
 			return &llm.Response{ToolCalls: []llm.ToolCall{{ID: "plan", Name: planner.ToolName, Arguments: planJSON}}, StopReason: llm.StopToolUse}
 		}
 		return &llm.Response{Text: finalAnswer(s.Input), StopReason: llm.StopEndTurn}
 	}}
+	var m llm.Model = sim
+	if stream {
+		// The planner starts the plan's steps while the model writes the rest.
+		m = streamSim{sim}
+	}
 	p := planner.New(planner.Options{Catalog: cat, Engine: e, Model: m})
 	start := time.Now()
 	env, err := p.Ask(ctx, &orchestrate.Request{Prompt: s.Input})
@@ -172,6 +242,11 @@ func orchestraTask(ctx context.Context, c *options, s nestful.Sample, tools []re
 	a := env.Artifact
 	if !a.Success || a.Planner == nil {
 		return taskResult{}, fmt.Errorf("the plan did not succeed: %s %v %v", a.Status, a.Errors, a.ValidationErrors)
+	}
+	for _, e := range a.Errors {
+		if e.Code == orchestrate.CodeStreamRejected || e.Code == orchestrate.CodeStreamUnused {
+			return taskResult{}, fmt.Errorf("an early call was wasted: %v", e)
+		}
 	}
 	return taskResult{calls: a.Planner.ModelCalls, tokensIn: a.Planner.InputTokens, tokensOut: a.Planner.OutputTokens, wall: wall}, nil
 }
@@ -412,6 +487,7 @@ func modelRoundTrips(ctx context.Context, c *options, r *report) error {
 				}
 				calls := asCalls(planJSON)
 				plans := [nApproaches][]byte{1: calls, 2: withAnswer(calls, s.Input, ""), 3: withAnswer(calls, s.Input, orchestrate.ScheduleDAG)}
+				plans[4] = plans[3]
 				offered := tools
 				if plan, results, ok := withoutResult(calls); ok {
 					// The results in the return value or the answer, as ReAct
@@ -419,10 +495,11 @@ func modelRoundTrips(ctx context.Context, c *options, r *report) error {
 					plans[1] = withReturn(plan, results)
 					plans[2] = withAnswerText(plan, answerOf(s.Input, results), "")
 					plans[3] = withAnswerText(plan, answerOf(s.Input, results), orchestrate.ScheduleDAG)
+					plans[4] = plans[3]
 					offered = slices.DeleteFunc(slices.Clone(tools), func(t registry.Tool) bool { return t.Name == nestful.ResultTool })
 				}
 				for k := 1; k < nApproaches; k++ {
-					if o.r[k], err = orchestraTask(ctx, c, s, offered, plans[k]); err != nil {
+					if o.r[k], err = orchestraTask(ctx, c, s, offered, plans[k], approaches[k] == streamingApproach); err != nil {
 						return fmt.Errorf("%s: %w", approaches[k], err)
 					}
 				}
@@ -552,9 +629,13 @@ func modelRoundTrips(ctx context.Context, c *options, r *report) error {
 }
 
 // The approaches the model section compares, in its tables' order.
-const nApproaches = 4
+const nApproaches = 5
 
-var approaches = [nApproaches]string{"ReAct", "orchestra (plan, respond)", "orchestra + answer", "orchestra + answer (dag)"}
+var approaches = [nApproaches]string{"ReAct", "orchestra (plan, respond)", "orchestra + answer", "orchestra + answer (dag)", streamingApproach}
+
+// streamingApproach is the plan of "orchestra + answer (dag)" written by a
+// model that streams it: steps start while the model writes the rest.
+const streamingApproach = "orchestra + streaming"
 
 // agg sums one approach's costs over tasks.
 type agg struct {

@@ -2,8 +2,11 @@ package config
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/orchestra-mcp/orchestra/llm"
+	"github.com/orchestra-mcp/orchestra/orchestrate"
 	"github.com/orchestra-mcp/orchestra/planner"
 )
 
@@ -27,6 +30,20 @@ type Planner struct {
 	// each failed run to the insights of its tools (one more model call
 	// per failed run).
 	Reflection bool `yaml:"reflection,omitempty" json:"reflection,omitempty"`
+	// Stream says which steps may start while a model that streams
+	// (openai, anthropic) is still writing the plan: "read_only" (the
+	// default: tools annotated readOnlyHint), "off", or "all" (a step of
+	// a plan then rejected may have done its work).
+	Stream string `yaml:"stream,omitempty" json:"stream,omitempty"`
+}
+
+// StreamPolicy returns the policy of streamed planning ("" for the
+// planner's default).
+func (p *Planner) StreamPolicy() string {
+	if p == nil {
+		return ""
+	}
+	return p.Stream
 }
 
 // PlannerOptions returns the planner's options the block sets: the
@@ -52,6 +69,9 @@ func (p *Planner) validate() []string {
 	}
 	if p.ContextTokens < 0 {
 		problems = append(problems, "planner.context_tokens must not be negative")
+	}
+	if p.Stream != "" && !slices.Contains(orchestrate.StreamPolicies, p.Stream) {
+		problems = append(problems, fmt.Sprintf("planner.stream must be one of %s, not %q", strings.Join(orchestrate.StreamPolicies, ", "), p.Stream))
 	}
 	if p.Insights != nil && *p.Insights < 0 {
 		problems = append(problems, "planner.insights must not be negative (0 shows none)")

@@ -225,6 +225,7 @@ func (r *run) abandon(s *Step) {
 // until it expires, and its answer lists the pending calls.
 func (r *run) pause() *Envelope {
 	defer r.bytes.releaseAll()
+	r.endStream()
 	r.mu.Lock()
 	pending := slices.Clone(r.ps.pending)
 	r.mu.Unlock()

@@ -63,6 +63,8 @@ type run struct {
 	limitFired bool         // limit_exceeded was fired; the scheduler's alone
 
 	ps pauseState // client tools, pauses and resumes (pause.go, resume.go)
+
+	stream *Stream // the steps started while the planner wrote the plan (stream.go)
 }
 
 // fire moves the state machine with event. The machine refuses an event
@@ -147,7 +149,10 @@ func (r *run) run(ctx context.Context, planner PlanFunc) (env *Envelope) {
 	}
 	if planner != nil {
 		r.fire(fsm.EventStartPlan)
-		plan, info, issues, err := planner(ctx)
+		if !r.req.DryRun { // a dry run runs nothing, early or not
+			r.stream = r.newStream(ctx)
+		}
+		plan, info, issues, err := planner(context.WithValue(ctx, streamKey{}, r.stream))
 		r.planInfo = info
 		if plan != nil {
 			r.plan = plan
@@ -160,12 +165,15 @@ func (r *run) run(ctx context.Context, planner PlanFunc) (env *Envelope) {
 			if err != nil {
 				r.errors = append(r.errors, &Error{Code: plannerCode(ctx, err), Message: err.Error()})
 			}
+			r.stream.Reject("planning failed")
 			return r.notRun()
 		}
 		if !r.validate() {
 			r.errors = append(r.errors, &Error{Code: CodeValidation, Message: "the planner's plan is invalid; see validation_errors"})
+			r.stream.Reject("the plan failed validation")
 			return r.notRun()
 		}
+		r.stream.accept()
 		r.fire(fsm.EventPlannerFinished)
 	} else {
 		r.plan = r.req.Plan
@@ -278,6 +286,7 @@ func (r *run) oversized() bool {
 // machine: nothing is fired after it.
 func (r *run) finish() *Envelope {
 	defer r.bytes.releaseAll()
+	r.endStream()
 	s := r.snapshot()
 	r.finals(s)
 	env := s.envelope()

@@ -40,14 +40,17 @@ func (r *run) runLeaf(ctx context.Context, s *Step) {
 		return
 	}
 	defer r.sem.Release(1)
-	r.call(ctx, s, tool, args)
+	r.call(ctx, s, tool, args, r.stream.take(s, args))
 }
 
 // call calls the tool of s with args, retrying transient failures, and
 // ends s with what came of it. It is a function of its own so that its
 // large frame is not on the stack while the arguments resolve, which keeps
 // a step's goroutine within its first stack.
-func (r *run) call(ctx context.Context, s *Step, tool registry.Tool, args map[string]any) {
+//
+// early, when set, is the call of s started while the plan was being
+// written (stream.go): its result is the first attempt's.
+func (r *run) call(ctx context.Context, s *Step, tool registry.Tool, args map[string]any, early *earlyCall) {
 	timeout := r.lim.StepTimeout
 	if s.TimeoutMS > 0 {
 		timeout = min(timeout, time.Duration(s.TimeoutMS)*time.Millisecond)
@@ -69,8 +72,16 @@ func (r *run) call(ctx context.Context, s *Step, tool registry.Tool, args map[st
 		r.records[s].Attempts = attempt
 		r.mu.Unlock()
 		actx, cancel := context.WithTimeout(ctx, timeout)
-		res, err := tool.Invoke(actx, &registry.CallRequest{Arguments: args, Progress: progress})
-		stepTimedOut := actx.Err() == context.DeadlineExceeded && ctx.Err() == nil
+		var res *registry.Result
+		var err error
+		var stepTimedOut bool
+		if attempt == 1 && early != nil {
+			res, err = early.wait(actx)
+			stepTimedOut = (early.timedOut || actx.Err() == context.DeadlineExceeded) && ctx.Err() == nil
+		} else {
+			res, err = tool.Invoke(actx, &registry.CallRequest{Arguments: args, Progress: progress})
+			stepTimedOut = actx.Err() == context.DeadlineExceeded && ctx.Err() == nil
+		}
 		cancel()
 		if err == nil && !res.IsError {
 			out := res.Output()

@@ -59,6 +59,10 @@ type Options struct {
 	// Reflection asks the model for a one-sentence lesson after a failed
 	// run (one more model call).
 	Reflection bool
+	// Stream is the policy of streamed planning with models that stream:
+	// orchestrate.StreamReadOnly (the default, ""), StreamOff or StreamAll;
+	// see orchestrate.Stream.
+	Stream string
 }
 
 // Planner turns goals into validated plans with one model call, runs them,
@@ -185,12 +189,12 @@ func (p *Planner) Plan(ctx context.Context, req *orchestrate.Request) (*Result, 
 	var rejectedIssues []*orchestrate.Issue
 	for attempt := 1; attempt <= p.opts.Attempts; attempt++ {
 		res.Info.Attempts = attempt
-		resp, err := p.generate(ctx, res.Info, &llm.Request{System: tool.Prompt, Messages: msgs, Tools: []llm.ToolDef{def}, ToolChoice: ToolName})
+		resp, err := p.generatePlan(ctx, res.Info, &llm.Request{System: tool.Prompt, Messages: msgs, Tools: []llm.ToolDef{def}, ToolChoice: ToolName}, tool)
 		if err != nil && def.Strict && errors.Is(err, llm.ErrBadRequest) {
 			// The provider did not take the strict schema: ask again without it.
 			p.log.DebugContext(ctx, "strict planning schema rejected; retrying without strict", "error", err)
 			def = tool.LooseDef()
-			resp, err = p.generate(ctx, res.Info, &llm.Request{System: tool.Prompt, Messages: msgs, Tools: []llm.ToolDef{def}, ToolChoice: ToolName})
+			resp, err = p.generatePlan(ctx, res.Info, &llm.Request{System: tool.Prompt, Messages: msgs, Tools: []llm.ToolDef{def}, ToolChoice: ToolName}, tool)
 		}
 		if err != nil {
 			return res, timeoutError(ctx, err)
@@ -214,6 +218,9 @@ func (p *Planner) Plan(ctx context.Context, req *orchestrate.Request) (*Result, 
 		}
 		res.Issues = issues
 		rejected, rejectedIssues = plan, issues
+		if st, ok := orchestrate.StreamFrom(ctx); ok {
+			st.Reject("the plan failed validation")
+		}
 		p.log.DebugContext(ctx, "plan rejected", "attempt", attempt, "issues", len(issues))
 		if attempt == p.opts.Attempts {
 			break

@@ -20,6 +20,9 @@ type fakeAPI struct {
 	*httptest.Server
 	mu     sync.Mutex
 	bodies []map[string]any
+	// plain answers streaming requests with one JSON body, as servers that
+	// do not stream do.
+	plain bool
 }
 
 type reply func(w http.ResponseWriter, r *http.Request)
@@ -37,7 +40,12 @@ func newFakeAPI(t *testing.T, replies ...reply) *fakeAPI {
 		f.bodies = append(f.bodies, body)
 		n := len(f.bodies)
 		f.mu.Unlock()
-		replies[min(n, len(replies))-1](w, r)
+		reply := replies[min(n, len(replies))-1]
+		if body["stream"] == true && !f.plain {
+			streamed(w, r, reply) // as the provider streams the same answer
+			return
+		}
+		reply(w, r)
 	}))
 	t.Cleanup(f.Close)
 	return f
@@ -67,6 +75,79 @@ func jsonReply(status int, body string, headers ...string) reply {
 }
 
 func blockReply(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }
+
+// streamed answers a streaming request with reply's answer as server-sent
+// events, the way the provider (OpenAI's Chat Completions or Anthropic's
+// Messages, told apart by the answer) streams it; errors go as they are.
+func streamed(w http.ResponseWriter, r *http.Request, reply reply) {
+	rec := httptest.NewRecorder()
+	reply(rec, r)
+	var answer map[string]any
+	if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &answer) != nil {
+		for k, v := range rec.Header() {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(rec.Code)
+		w.Write(rec.Body.Bytes())
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	send := func(event string, v any) {
+		data, _ := json.Marshal(v)
+		if event != "" {
+			fmt.Fprintf(w, "event: %s\n", event)
+		}
+		fmt.Fprintf(w, "data: %s\n\n", data)
+	}
+	if answer["object"] == "chat.completion" {
+		chunk := func(choices []any, usage any) {
+			c := map[string]any{"id": answer["id"], "object": "chat.completion.chunk", "created": answer["created"], "model": answer["model"], "choices": choices}
+			if usage != nil {
+				c["usage"] = usage
+			}
+			send("", c)
+		}
+		ch := get(answer, "choices", 0)
+		msg, _ := get(ch, "message").(map[string]any)
+		delta := map[string]any{"role": "assistant"}
+		if c, ok := msg["content"].(string); ok {
+			delta["content"] = c
+		}
+		if calls, ok := msg["tool_calls"].([]any); ok {
+			for i, tc := range calls {
+				tc.(map[string]any)["index"] = i
+			}
+			delta["tool_calls"] = calls
+		}
+		chunk([]any{map[string]any{"index": 0, "delta": delta}}, nil)
+		chunk([]any{map[string]any{"index": 0, "delta": map[string]any{}, "finish_reason": get(ch, "finish_reason")}}, nil)
+		chunk([]any{}, answer["usage"])
+		fmt.Fprint(w, "data: [DONE]\n\n")
+		return
+	}
+	usage, _ := answer["usage"].(map[string]any)
+	start := map[string]any{}
+	for k, v := range answer {
+		start[k] = v
+	}
+	start["content"], start["stop_reason"] = []any{}, nil
+	send("message_start", map[string]any{"type": "message_start", "message": start})
+	for i, b := range answer["content"].([]any) {
+		block := b.(map[string]any)
+		switch block["type"] {
+		case "text":
+			send("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]any{"type": "text", "text": ""}})
+			send("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "text_delta", "text": block["text"]}})
+		case "tool_use":
+			input, _ := json.Marshal(block["input"])
+			send("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]any{"type": "tool_use", "id": block["id"], "name": block["name"], "input": map[string]any{}}})
+			send("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "input_json_delta", "partial_json": string(input)}})
+		}
+		send("content_block_stop", map[string]any{"type": "content_block_stop", "index": i})
+	}
+	send("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": answer["stop_reason"], "stop_sequence": nil}, "usage": map[string]any{"output_tokens": usage["output_tokens"]}})
+	send("message_stop", map[string]any{"type": "message_stop"})
+}
 
 // openAIToolCall is a Chat Completions answer calling name with args.
 func openAIToolCall(name, args string) reply {
@@ -227,6 +308,21 @@ func TestOpenAI(t *testing.T) {
 			t.Errorf("status %s, errors %v", a.Status, a.Errors)
 		}
 	})
+}
+
+// A server that does not stream answers the streaming planning request
+// with one JSON body: the planner asks again without streaming.
+func TestPlannerServerWithoutStreaming(t *testing.T) {
+	api := newFakeAPI(t, openAIToolCall("__planning__", validPlan), openAIToolCall("__planning__", validPlan), openAIText("Wrote it."))
+	api.plain = true
+	f := newFixture(t, openAI(t, api, llm.Config{}), fixtureOpts{})
+	a := ask(t, f, &orchestrate.Request{Prompt: "Write a blog post about AI trends"}, 2)
+	if !a.Success || a.Response != "Wrote it." || api.count() != 3 {
+		t.Fatalf("status %s, response %q, %d requests, errors %v", a.Status, a.Response, api.count(), a.Errors)
+	}
+	if api.body(0)["stream"] != true || api.body(1)["stream"] != nil {
+		t.Errorf("stream flags %v, %v: want a streaming request, then a plain one", api.body(0)["stream"], api.body(1)["stream"])
+	}
 }
 
 func TestAnthropic(t *testing.T) {

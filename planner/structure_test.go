@@ -38,6 +38,10 @@ func newDrivenAPI(t *testing.T, answer func(body map[string]any) string) *driven
 		f.mu.Lock()
 		f.bodies = append(f.bodies, body)
 		f.mu.Unlock()
+		if body["stream"] == true {
+			streamed(w, r, jsonReply(200, answer(body)))
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, answer(body))
 	}))

@@ -59,6 +59,7 @@ func newPlanner(cfg *config.Config, cat *registry.Catalog, engine *orchestrate.E
 	ps.key = key
 	fallback, contextTokens, insights, reflection := cfg.Planner.PlannerOptions()
 	ps.options = planner.Options{Fallback: fallback, ContextTokens: contextTokens, Lessons: learned, Insights: insights, Reflection: reflection}
+	ps.options.Stream = cfg.Planner.StreamPolicy()
 	opts := ps.options
 	opts.Catalog, opts.Engine, opts.Model, opts.Forbidden = cat, engine, ps.model, forbidden
 	opts.Attempts, opts.MaxToolSteps, opts.Logger = cfg.Limits.PlannerAttempts, cfg.Limits.MaxToolSteps, log

@@ -18,6 +18,9 @@ type Request struct {
 	Tools          []Tool          `json:"tools"`
 	ToolChoice     json.RawMessage `json:"tool_choice"`
 	ResponseFormat json.RawMessage `json:"response_format"`
+	// Stream is set when the client asked for server-sent events; the
+	// fake then streams its reply (see [Reply.Piece]).
+	Stream bool `json:"stream"`
 }
 
 // Message is one message of a request.
@@ -123,6 +126,9 @@ type Reply struct {
 	Status int
 	// InputTokens and OutputTokens are reported as usage; default 10 and 5.
 	InputTokens, OutputTokens int
+	// Piece is how many characters of text or arguments each chunk of a
+	// streamed reply carries; default 8.
+	Piece int
 }
 
 // Text is a reply with text.
@@ -208,6 +214,10 @@ func (s *Server) serve(w http.ResponseWriter, hr *http.Request) {
 		}
 		finish = "tool_calls"
 	}
+	if r.Stream {
+		writeStream(w, n, r.Model, rep, msg, finish)
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(map[string]any{
 		"id": fmt.Sprintf("chatcmpl-%d", n), "object": "chat.completion", "created": 0, "model": r.Model,
@@ -220,4 +230,101 @@ func writeError(w http.ResponseWriter, status int, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": msg, "type": "invalid_request_error"}})
+}
+
+// writeStream answers as a streaming server does: server-sent events of
+// chat.completion.chunk objects, the text and each call's arguments cut in
+// pieces of rep.Piece characters, then the finish reason, the usage and
+// [DONE].
+func writeStream(w http.ResponseWriter, n int, model string, rep Reply, msg map[string]any, finish string) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	flush := func() {
+		if f, ok := w.(http.Flusher); ok {
+			f.Flush()
+		}
+	}
+	id := fmt.Sprintf("chatcmpl-%d", n)
+	if n == 0 {
+		id = "chatcmpl"
+	}
+	send := func(choices []any, usage any) {
+		chunk := map[string]any{"id": id, "object": "chat.completion.chunk", "created": 0, "model": model, "choices": choices}
+		if usage != nil {
+			chunk["usage"] = usage
+		}
+		data, _ := json.Marshal(chunk)
+		fmt.Fprintf(w, "data: %s\n\n", data)
+		flush()
+	}
+	delta := func(d map[string]any) { send([]any{map[string]any{"index": 0, "delta": d}}, nil) }
+	piece := rep.Piece
+	if piece <= 0 {
+		piece = 8
+	}
+	delta(map[string]any{"role": "assistant", "content": ""})
+	for _, p := range pieces(rep.Text, piece) {
+		delta(map[string]any{"content": p})
+	}
+	calls, _ := msg["tool_calls"].([]ToolCall)
+	for i, tc := range calls {
+		delta(map[string]any{"tool_calls": []any{map[string]any{"index": i, "id": tc.ID, "type": "function",
+			"function": map[string]any{"name": tc.Function.Name, "arguments": ""}}}})
+		for _, p := range pieces(tc.Function.Arguments, piece) {
+			delta(map[string]any{"tool_calls": []any{map[string]any{"index": i, "function": map[string]any{"arguments": p}}}})
+		}
+	}
+	send([]any{map[string]any{"index": 0, "delta": map[string]any{}, "finish_reason": finish}}, nil)
+	send([]any{}, map[string]any{"prompt_tokens": rep.InputTokens, "completion_tokens": rep.OutputTokens, "total_tokens": rep.InputTokens + rep.OutputTokens})
+	fmt.Fprint(w, "data: [DONE]\n\n")
+	flush()
+}
+
+// pieces cuts s into pieces of n characters (runes, for JSON strings cannot
+// carry half a character).
+func pieces(s string, n int) []string {
+	var out []string
+	r := []rune(s)
+	for len(r) > 0 {
+		k := min(n, len(r))
+		out = append(out, string(r[:k]))
+		r = r[k:]
+	}
+	return out
+}
+
+// Respond writes completion, a chat.completion object, as a server does:
+// as is, or, when the request asked to stream, as server-sent events of
+// chat.completion.chunk objects carrying the same answer. Tests with
+// fakes of their own answer through it.
+func Respond(w http.ResponseWriter, stream bool, completion []byte) {
+	var cc struct {
+		ID      string `json:"id"`
+		Model   string `json:"model"`
+		Choices []struct {
+			Message      map[string]any `json:"message"`
+			FinishReason string         `json:"finish_reason"`
+		} `json:"choices"`
+		Usage struct {
+			PromptTokens     int `json:"prompt_tokens"`
+			CompletionTokens int `json:"completion_tokens"`
+		} `json:"usage"`
+	}
+	if !stream || json.Unmarshal(completion, &cc) != nil || len(cc.Choices) == 0 {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(completion)
+		return
+	}
+	rep := Reply{InputTokens: cc.Usage.PromptTokens, OutputTokens: cc.Usage.CompletionTokens}
+	msg := cc.Choices[0].Message
+	if text, ok := msg["content"].(string); ok {
+		rep.Text = text
+	}
+	out := map[string]any{}
+	if calls, ok := msg["tool_calls"].([]any); ok {
+		data, _ := json.Marshal(calls)
+		var tcs []ToolCall
+		json.Unmarshal(data, &tcs)
+		out["tool_calls"] = tcs
+	}
+	writeStream(w, 0, cc.Model, rep, out, cc.Choices[0].FinishReason)
 }

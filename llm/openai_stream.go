@@ -1,0 +1,75 @@
+//go:build !no_openai
+
+package llm
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/packages/param"
+)
+
+// GenerateStream implements [StreamModel] with the Chat Completions
+// stream, asking for the usage in its last chunk.
+func (m *openAIModel) GenerateStream(ctx context.Context, req *Request, onDelta func(Delta)) (*Response, error) {
+	op := "chat completion with " + m.cfg.Model
+	if err := req.validate(); err != nil {
+		return nil, withOp(err, ProviderOpenAI, op)
+	}
+	params, err := m.params(req)
+	if err != nil {
+		return nil, &Error{Provider: ProviderOpenAI, Op: op, Kind: ErrBadRequest, Err: err}
+	}
+	params.StreamOptions.IncludeUsage = param.NewOpt(true)
+	tctx, cancel := context.WithTimeout(ctx, m.cfg.timeout())
+	defer cancel()
+	start := time.Now()
+	stream := m.svc.NewStreaming(tctx, params)
+	defer stream.Close()
+	var acc openai.ChatCompletionAccumulator
+	calls := map[int64]int{} // the stream's tool call index → Delta.Call
+	chunks := 0
+	for stream.Next() {
+		chunks++
+		chunk := stream.Current()
+		if !acc.AddChunk(chunk) {
+			return nil, &Error{Provider: ProviderOpenAI, Op: op, Kind: ErrBadResponse, Err: errors.New("the stream sent a chunk that does not continue the answer")}
+		}
+		for _, ch := range chunk.Choices {
+			if ch.Index != 0 {
+				continue
+			}
+			if ch.Delta.Content != "" {
+				onDelta(Delta{Text: ch.Delta.Content})
+			}
+			for _, tc := range ch.Delta.ToolCalls {
+				i, ok := calls[tc.Index]
+				if !ok {
+					i = len(calls)
+					calls[tc.Index] = i
+				}
+				if tc.Function.Name != "" || tc.Function.Arguments != "" {
+					onDelta(Delta{Call: i, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+				}
+			}
+		}
+	}
+	if err := stream.Err(); err != nil {
+		e := m.wrap(ctx, op, err)
+		m.log.DebugContext(ctx, "model call failed", "model", m.Name(), "duration", time.Since(start), "error", e)
+		return nil, e
+	}
+	if chunks == 0 {
+		return nil, &Error{Provider: ProviderOpenAI, Op: op, Kind: ErrBadResponse, Err: errNoEvents}
+	}
+	resp, err := openAIResponse(&acc.ChatCompletion)
+	if err != nil {
+		return nil, &Error{Provider: ProviderOpenAI, Op: op, Kind: ErrBadResponse, Err: err}
+	}
+	m.log.DebugContext(ctx, "model call", "model", m.Name(), "duration", time.Since(start), "streamed", true,
+		"input_tokens", resp.Usage.InputTokens, "output_tokens", resp.Usage.OutputTokens,
+		"tool_calls", len(resp.ToolCalls), "stop_reason", resp.StopReason)
+	return resp, nil
+}
