@@ -35,8 +35,13 @@ type Options struct {
 	// call: tools that come and go (downstream servers) are seen.
 	Catalog *registry.Catalog
 	// Model is the model of agents that configure none (the planner's);
-	// nil leaves them without one.
+	// nil leaves them without one. ModelFor, when set, is asked instead.
 	Model llm.Model
+	// ModelFor, when set, returns the model of an agent that configures
+	// none for the caller in ctx: its tenant's planner model, the
+	// planner's, or the client's through MCP sampling. Its error says
+	// why there is none.
+	ModelFor func(ctx context.Context) (llm.Model, error)
 	// NewModel builds an agent's own model; default llm.New.
 	NewModel func(cfg llm.Config) (llm.Model, error)
 	// Orchestrate, when set, is agent_orchestrate as an agent may call it
@@ -55,7 +60,7 @@ type Options struct {
 type Agent struct {
 	Name   string
 	Config Config
-	model  llm.Model
+	model  llm.Model          // its own (agents.<name>.model), if any
 	data   *jsonschema.Schema // the output_schema, if any
 	opts   Options
 	log    *slog.Logger
@@ -81,7 +86,7 @@ func New(cfgs map[string]Config, opts Options) ([]*Agent, error) {
 			problems = append(problems, p...)
 			continue
 		}
-		a := &Agent{Name: name, Config: cfg, model: opts.Model, opts: opts, log: log.With("agent", name)}
+		a := &Agent{Name: name, Config: cfg, opts: opts, log: log.With("agent", name)}
 		if cfg.Model != nil {
 			m, err := opts.NewModel(*cfg.Model)
 			if err != nil {
@@ -114,12 +119,31 @@ func Tools(cfgs map[string]Config, opts Options) ([]registry.Tool, error) {
 	return tools, nil
 }
 
-// ModelName names the agent's model, or "" when it has none.
+// ModelName names the agent's model: its own, else the planner's, or ""
+// when neither is configured (it then asks for the caller's model at each
+// call).
 func (a *Agent) ModelName() string {
-	if a.model == nil {
-		return ""
+	switch {
+	case a.model != nil:
+		return a.model.Name()
+	case a.opts.Model != nil:
+		return a.opts.Model.Name()
 	}
-	return a.model.Name()
+	return ""
+}
+
+// modelFor returns the model of a call from the caller in ctx: the
+// agent's own, else what Options.ModelFor finds, else Options.Model.
+func (a *Agent) modelFor(ctx context.Context) (llm.Model, error) {
+	switch {
+	case a.model != nil:
+		return a.model, nil
+	case a.opts.ModelFor != nil:
+		return a.opts.ModelFor(ctx)
+	case a.opts.Model != nil:
+		return a.opts.Model, nil
+	}
+	return nil, errors.New("no planner model is configured")
 }
 
 // Tool returns the agent as a catalog tool.
@@ -136,7 +160,7 @@ func (a *Agent) Tool() registry.Tool {
 	if a.data != nil {
 		desc += " and result.data"
 	}
-	desc += "."
+	desc += "; status partial means an incomplete answer (error says what is missing)."
 	return registry.Tool{
 		Name:         ToolName(a.Name),
 		Title:        "Agent " + a.Name,
@@ -212,8 +236,12 @@ func (a *Agent) call(ctx context.Context, cr *registry.CallRequest) (*registry.R
 	}
 	resp.Metadata.DurationMS = time.Since(start).Milliseconds()
 	status := orchestrate.StatusSuccess
-	if resp.Status == StatusError {
+	switch resp.Status {
+	case StatusError:
 		status = orchestrate.StatusFailed
+		loopErr = &orchestrate.Error{Code: resp.Error.Code, Message: resp.Error.Message}
+	case StatusPartial:
+		status = orchestrate.StatusPartial
 		loopErr = &orchestrate.Error{Code: resp.Error.Code, Message: resp.Error.Message}
 	}
 	if errors.Is(ctx.Err(), context.Canceled) {
@@ -242,7 +270,11 @@ func (a *Agent) safeRun(ctx context.Context, child *orchestrate.ChildRun, req *E
 // result turns a response into the tool's result.
 func result(resp *ExecutionResponse) *registry.Result {
 	text := resp.Result.Text
-	if resp.Error != nil {
+	switch {
+	case resp.Status == StatusPartial:
+		// The why first: a plan's step error is the first paragraph.
+		text = resp.Error.Message + "\n\n" + resp.Result.Text
+	case resp.Error != nil:
 		text = fmt.Sprintf("agent %s failed (%s): %s", resp.Metadata.Agent, resp.Error.Code, resp.Error.Message)
 	}
 	// The structured content goes out as a plain JSON value, as a
@@ -251,8 +283,11 @@ func result(resp *ExecutionResponse) *registry.Result {
 	data, _ := json.Marshal(resp)
 	_ = json.Unmarshal(data, &structured)
 	r := &registry.Result{Structured: structured, Content: []mcp.Content{&mcp.TextContent{Text: text}}}
-	if resp.Status == StatusError {
+	switch resp.Status {
+	case StatusError:
 		r.IsError, r.Code = true, resp.Error.Code
+	case StatusPartial:
+		r.Partial, r.Code = true, resp.Error.Code
 	}
 	return r
 }
@@ -262,10 +297,12 @@ func (a *Agent) run(ctx context.Context, child *orchestrate.ChildRun, req *Execu
 	fail := func(code, msg string) {
 		resp.Status, resp.Error = StatusError, &ResponseError{Code: code, Message: msg}
 	}
-	if a.model == nil {
-		fail(CodeModelError, fmt.Sprintf("agent %s has no model: set agents.%s.model, or configure a planner model for every agent", a.Name, a.Name))
+	model, err := a.modelFor(ctx)
+	if err != nil {
+		fail(CodeModelError, fmt.Sprintf("agent %s has no model: %v; set agents.%s.model, or configure a planner model (the planner block, or the tenant's)", a.Name, err, a.Name))
 		return
 	}
+	resp.Metadata.Model = model.Name()
 	user, err := a.userMessage(req)
 	if err != nil {
 		fail(CodeInvalidInput, err.Error())
@@ -293,9 +330,10 @@ func (a *Agent) run(ctx context.Context, child *orchestrate.ChildRun, req *Execu
 		maxSteps = DefaultMaxToolSteps
 	}
 	var calls int
+	tl := &tally{}
 	loop := &toolloop.Loop{
 		Generate: func(ctx context.Context, r *llm.Request) (*llm.Response, error) {
-			return a.generate(ctx, child, resp, r)
+			return a.generate(ctx, model, child, resp, r)
 		},
 		System:   system,
 		Tools:    defs,
@@ -307,7 +345,7 @@ func (a *Agent) run(ctx context.Context, child *orchestrate.ChildRun, req *Execu
 			if progress != nil {
 				progress(registry.Progress{Progress: float64(calls), Message: fmt.Sprintf("agent %s: calling %s", a.Name, tc.Name)})
 			}
-			return a.callTool(ctx, child, byName, names, tc)
+			return a.callTool(ctx, child, byName, names, tc, tl)
 		},
 	}
 	out := loop.Run(ctx, []llm.Message{{Role: llm.RoleUser, Content: user}})
@@ -317,9 +355,15 @@ func (a *Agent) run(ctx context.Context, child *orchestrate.ChildRun, req *Execu
 			code = CodeTimeout
 		}
 		fail(code, fmt.Sprintf("agent %s: %s", a.Name, e.Message))
+		if (code == CodeMaxToolSteps || code == CodeTimeout) && tl.hasResults() {
+			// Stopped after useful tool results: what they returned is
+			// the answer it has.
+			resp.Status, resp.Result.Text = StatusPartial, tl.summary(a.Name, code)
+		}
 		return
 	}
 	resp.Result.Text = out.Answer
+	defer tl.settle(a.Name, resp)
 	if a.data == nil {
 		return
 	}
@@ -329,7 +373,7 @@ func (a *Agent) run(ctx context.Context, child *orchestrate.ChildRun, req *Execu
 		msgs := append(slices.Clone(out.Messages), llm.Message{Role: llm.RoleAssistant, Content: out.Answer},
 			llm.Message{Role: llm.RoleUser, Content: "Your answer is not valid: " + verr.Error() + ". Answer again with only the JSON value matching the schema."})
 		r := &llm.Request{System: system, Messages: msgs, ResponseSchema: a.Config.OutputSchema}
-		again, err := a.generate(ctx, child, resp, r)
+		again, err := a.generate(ctx, model, child, resp, r)
 		if err != nil {
 			fail(CodeModelError, fmt.Sprintf("agent %s: repairing its answer: %v", a.Name, err))
 			return
@@ -346,14 +390,14 @@ func (a *Agent) run(ctx context.Context, child *orchestrate.ChildRun, req *Execu
 // generate makes one model call of the agent and records it as a step.
 // With an output_schema every call asks for it: the model may call tools
 // or answer, and its answer is JSON matching the schema.
-func (a *Agent) generate(ctx context.Context, child *orchestrate.ChildRun, resp *ExecutionResponse, r *llm.Request) (*llm.Response, error) {
+func (a *Agent) generate(ctx context.Context, model llm.Model, child *orchestrate.ChildRun, resp *ExecutionResponse, r *llm.Request) (*llm.Response, error) {
 	if a.data != nil {
 		r.ResponseSchema = a.Config.OutputSchema
 	}
 	start := time.Now()
-	out, err := a.model.Generate(ctx, r)
+	out, err := model.Generate(ctx, r)
 	resp.Metadata.ModelCalls++
-	rec := &orchestrate.StepRecord{Type: "model", Tool: a.model.Name(), Status: orchestrate.StatusSuccess, Attempts: 1, StartedAt: &start, DurationMS: time.Since(start).Milliseconds()}
+	rec := &orchestrate.StepRecord{Type: "model", Tool: model.Name(), Status: orchestrate.StatusSuccess, Attempts: 1, StartedAt: &start, DurationMS: time.Since(start).Milliseconds()}
 	if err != nil {
 		rec.Status, rec.Error = orchestrate.StatusFailed, &orchestrate.Error{Code: CodeModelError, Message: err.Error()}
 	} else {
@@ -374,7 +418,7 @@ func (a *Agent) generate(ctx context.Context, child *orchestrate.ChildRun, resp 
 
 // callTool runs one tool call of the model, only if the agent may make it,
 // and returns what the model is told.
-func (a *Agent) callTool(ctx context.Context, child *orchestrate.ChildRun, byName map[string]registry.Tool, names []string, tc llm.ToolCall) string {
+func (a *Agent) callTool(ctx context.Context, child *orchestrate.ChildRun, byName map[string]registry.Tool, names []string, tc llm.ToolCall, tl *tally) string {
 	refuse := func(code, msg string) string {
 		now := time.Now()
 		child.Step("refused", &orchestrate.StepRecord{Type: "tool", Tool: tc.Name, Status: orchestrate.StatusFailed, StartedAt: &now,
@@ -392,6 +436,7 @@ func (a *Agent) callTool(ctx context.Context, child *orchestrate.ChildRun, byNam
 	var args map[string]any
 	if err := json.Unmarshal(tc.Arguments, &args); err != nil || args == nil {
 		if len(bytes.TrimSpace(tc.Arguments)) != 0 {
+			tl.failed(tc.Name, &orchestrate.Error{Code: orchestrate.CodeInvalidArguments, Message: "its arguments are not a JSON object"})
 			return refuse(orchestrate.CodeInvalidArguments, fmt.Sprintf("the arguments of %s are not a JSON object", tc.Name))
 		}
 		args = map[string]any{}
@@ -402,7 +447,16 @@ func (a *Agent) callTool(ctx context.Context, child *orchestrate.ChildRun, byNam
 	} else {
 		rec = child.Call(ctx, t.Name, args)
 	}
+	if rec.Status == orchestrate.StatusPartial {
+		// A partial answer (another agent's) is an answer, and a gap.
+		out, _ := json.Marshal(rec.Output)
+		text := truncate(string(out), maxToolResultBytes)
+		tl.succeeded(t.Name, text)
+		tl.failed(t.Name, rec.Error)
+		return text
+	}
 	if rec.Error != nil {
+		tl.failed(t.Name, rec.Error)
 		if rec.Error.Code == orchestrate.CodeValidation {
 			return "error: " + rec.Error.Message
 		}
@@ -410,9 +464,12 @@ func (a *Agent) callTool(ctx context.Context, child *orchestrate.ChildRun, byNam
 	}
 	out, err := json.Marshal(rec.Output)
 	if err != nil {
+		tl.succeeded(t.Name, "(the output could not be encoded)")
 		return "(the output could not be encoded)"
 	}
-	return truncate(string(out), maxToolResultBytes)
+	text := truncate(string(out), maxToolResultBytes)
+	tl.succeeded(t.Name, text)
+	return text
 }
 
 // orchestrate runs agent_orchestrate for the agent, at the agent's depth:

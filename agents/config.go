@@ -21,8 +21,10 @@ type Config struct {
 	Description string `yaml:"description" json:"description"`
 	// Instructions are the agent's system prompt.
 	Instructions string `yaml:"instructions" json:"instructions"`
-	// Model is the agent's model, in the planner block's shape; default the
-	// planner's model.
+	// Model is the agent's model, in the planner block's shape. Without
+	// it the host chooses at each call (Options.ModelFor): the caller's
+	// tenant's planner model, the planner's, or the client's through
+	// sampling.
 	Model *llm.Config `yaml:"model,omitempty" json:"model,omitempty"`
 	// Tools are globs over the catalog's tool names (path.Match syntax,
 	// e.g. "filesystem__read_*"); the agent may call only the tools they

@@ -14,6 +14,9 @@
 // steps. The loop runs only with the agent's allowed tools, within the
 // caller's deadline and the agent's max_tool_steps; it never panics into
 // the plan, and a loop that fails answers with status "error" and a code.
+// An agent that got some data but not all (a failed tool call, or stopped
+// by max_tool_steps or its deadline after tool results) answers "partial":
+// the tool result is Partial, and a plan ends its step partial and goes on.
 //
 //	tools, err := agents.Tools(cfg.Agents, agents.Options{Engine: engine, Catalog: catalog, Model: plannerModel})
 //	catalog.Add(tools...)

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -139,6 +141,9 @@ func withLatency(t registry.Tool, d time.Duration) registry.Tool {
 type taskResult struct {
 	calls, tokensIn, tokensOut int
 	wall                       time.Duration
+	// leanIn is ReAct's tokens in had its tools' schemas been rendered
+	// the way the planner renders them (planner.Lean).
+	leanIn int
 }
 
 const reactSystem = `You are an assistant with tools. Reach the user's goal step by step: call one tool, read its result, then decide the next call. When you have what the goal needs, answer the user in plain text without calling a tool. Do not invent results.`
@@ -152,7 +157,7 @@ func finalAnswer(goal string) string {
 // answer. The model "decides" the gold calls, with the arguments the gold
 // plan resolved to.
 func react(ctx context.Context, c *options, s nestful.Sample, tools map[string]registry.Tool, gold []*orchestrate.StepRecord) (taskResult, error) {
-	var defs []llm.ToolDef
+	var defs, leanDefs []llm.ToolDef
 	for _, name := range s.ToolNames {
 		if name == nestful.ResultTool {
 			continue
@@ -162,6 +167,7 @@ func react(ctx context.Context, c *options, s nestful.Sample, tools map[string]r
 		data, _ := json.Marshal(t.InputSchema)
 		_ = json.Unmarshal(data, &params)
 		defs = append(defs, llm.ToolDef{Name: t.Name, Description: t.Description, Parameters: params})
+		leanDefs = append(leanDefs, llm.ToolDef{Name: t.Name, Description: t.Description, Parameters: planner.Lean(params)})
 	}
 	var res taskResult
 	msgs := []llm.Message{{Role: llm.RoleUser, Content: s.Input}}
@@ -184,6 +190,7 @@ func react(ctx context.Context, c *options, s nestful.Sample, tools map[string]r
 		if err != nil {
 			return res, err
 		}
+		res.leanIn += tokens(&llm.Request{System: reactSystem, Messages: msgs, Tools: leanDefs})
 		res.calls++
 		res.tokensIn += resp.Usage.InputTokens
 		res.tokensOut += resp.Usage.OutputTokens
@@ -264,17 +271,129 @@ func orchestraStreamTask(ctx context.Context, c *options, s nestful.Sample, tool
 	return taskResult{calls: a.Planner.ModelCalls, tokensIn: a.Planner.InputTokens, tokensOut: a.Planner.OutputTokens, wall: wall}, nil
 }
 
-// withAnswer returns the plan with an answer written the way the ReAct
-// model's final answer is, the results interpolated from the last step's
-// output, and schedule set when it is not empty.
-func withAnswer(planJSON []byte, goal, schedule string) []byte {
+// asCalls rewrites a gold plan ({"steps": [{"id", "tool", "arguments"}]})
+// into what the planning prompt asks a model to write: {"calls":
+// [{"tool_name", "arguments"}]}, call i's output referenced as $i.
+func asCalls(planJSON []byte) []byte {
 	var plan map[string]any
 	_ = json.Unmarshal(planJSON, &plan)
 	steps, _ := plan["steps"].([]any)
-	if len(steps) > 0 {
-		last, _ := steps[len(steps)-1].(map[string]any)
-		plan["answer"] = fmt.Sprintf("%s: ${%v.output}", finalAnswer(goal), last["id"])
+	index := map[string]int{}
+	for i, st := range steps {
+		m, _ := st.(map[string]any)
+		if id, ok := m["id"].(string); ok {
+			index[id] = i
+		}
 	}
+	ref := regexp.MustCompile(`\$(\{?)([A-Za-z_][A-Za-z0-9_-]*)\b`)
+	var rewrite func(v any) any
+	rewrite = func(v any) any {
+		switch v := v.(type) {
+		case string:
+			return ref.ReplaceAllStringFunc(v, func(m string) string {
+				sub := ref.FindStringSubmatch(m)
+				if i, ok := index[sub[2]]; ok {
+					return fmt.Sprintf("$%s%d", sub[1], i)
+				}
+				return m
+			})
+		case map[string]any:
+			for k, e := range v {
+				v[k] = rewrite(e)
+			}
+		case []any:
+			for i, e := range v {
+				v[i] = rewrite(e)
+			}
+		}
+		return v
+	}
+	calls := make([]any, 0, len(steps))
+	for _, st := range steps {
+		m, _ := st.(map[string]any)
+		calls = append(calls, map[string]any{"tool_name": m["tool"], "arguments": rewrite(m["arguments"])})
+	}
+	delete(plan, "steps")
+	plan["calls"] = calls
+	data, _ := json.Marshal(plan)
+	return data
+}
+
+// withoutResult takes NESTFUL's closing var_result call, its device for
+// collecting a sequence's results, out of a plan in the planning format and
+// returns the plan and the call's arguments: ReAct neither offers nor calls
+// it (its model ends with a text answer), and a plan has its own way to
+// hand results back, its return value or its answer. ok is false when the
+// plan does not end with that call.
+func withoutResult(planJSON []byte) (plan []byte, results map[string]any, ok bool) {
+	var p map[string]any
+	_ = json.Unmarshal(planJSON, &p)
+	calls, _ := p["calls"].([]any)
+	if len(calls) < 2 {
+		return planJSON, nil, false
+	}
+	last, _ := calls[len(calls)-1].(map[string]any)
+	if last["tool_name"] != nestful.ResultTool {
+		return planJSON, nil, false
+	}
+	results, _ = last["arguments"].(map[string]any)
+	p["calls"] = calls[:len(calls)-1]
+	data, _ := json.Marshal(p)
+	return data, results, true
+}
+
+// withReturn returns the plan with return set to v.
+func withReturn(planJSON []byte, v any) []byte {
+	var p map[string]any
+	_ = json.Unmarshal(planJSON, &p)
+	p["return"] = v
+	data, _ := json.Marshal(p)
+	return data
+}
+
+// answerOf is the final answer of ReAct's model with the results
+// interpolated ("k: ${2.output}, ..."), the way a plan's answer writes
+// them.
+func answerOf(goal string, results map[string]any) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(results)) {
+		v := results[k]
+		if s, ok := v.(string); ok && strings.HasPrefix(s, "$") && !strings.HasPrefix(s, "${") {
+			v = "${" + s[1:] + "}"
+		}
+		if s, ok := v.(string); ok {
+			parts = append(parts, k+": "+s)
+			continue
+		}
+		data, _ := json.Marshal(v)
+		parts = append(parts, k+": "+string(data))
+	}
+	return finalAnswer(goal) + ": " + strings.Join(parts, ", ")
+}
+
+// withAnswer returns the plan (in the planning format, asCalls) with an
+// answer written the way the ReAct model's final answer is, the results
+// interpolated from the last call's output, and schedule set when it is
+// not empty.
+func withAnswer(planJSON []byte, goal, schedule string) []byte {
+	var plan map[string]any
+	_ = json.Unmarshal(planJSON, &plan)
+	calls, _ := plan["calls"].([]any)
+	if len(calls) > 0 {
+		plan["answer"] = fmt.Sprintf("%s: ${%d.output}", finalAnswer(goal), len(calls)-1)
+	}
+	return withSchedule(plan, schedule)
+}
+
+// withAnswerText returns the plan with the answer and schedule set.
+func withAnswerText(planJSON []byte, answer, schedule string) []byte {
+	var plan map[string]any
+	_ = json.Unmarshal(planJSON, &plan)
+	plan["answer"] = answer
+	return withSchedule(plan, schedule)
+}
+
+func withSchedule(plan map[string]any, schedule string) []byte {
 	if schedule != "" {
 		plan["schedule"] = schedule
 	}
@@ -386,13 +505,24 @@ func modelRoundTrips(ctx context.Context, c *options, r *report) error {
 				if o.r[0], err = react(ctx, c, s, slow, gold); err != nil {
 					return fmt.Errorf("react: %w", err)
 				}
-				plans := [nApproaches][]byte{1: planJSON, 2: withAnswer(planJSON, s.Input, ""), 3: withAnswer(planJSON, s.Input, orchestrate.ScheduleDAG), 4: withAnswer(planJSON, s.Input, orchestrate.ScheduleDAG)}
+				calls := asCalls(planJSON)
+				plans := [nApproaches][]byte{1: calls, 2: withAnswer(calls, s.Input, ""), 3: withAnswer(calls, s.Input, orchestrate.ScheduleDAG), 4: withAnswer(calls, s.Input, orchestrate.ScheduleDAG)}
+				offered := tools
+				if plan, results, ok := withoutResult(calls); ok {
+					// The results in the return value or the answer, as ReAct
+					// hands them back without a var_result call.
+					plans[1] = withReturn(plan, results)
+					plans[2] = withAnswerText(plan, answerOf(s.Input, results), "")
+					plans[3] = withAnswerText(plan, answerOf(s.Input, results), orchestrate.ScheduleDAG)
+					plans[4] = plans[3]
+					offered = slices.DeleteFunc(slices.Clone(tools), func(t registry.Tool) bool { return t.Name == nestful.ResultTool })
+				}
 				for k := 1; k < nApproaches; k++ {
 					task := orchestraTask
 					if approaches[k] == streamingApproach {
 						task = orchestraStreamTask
 					}
-					if o.r[k], err = task(ctx, c, s, tools, plans[k]); err != nil {
+					if o.r[k], err = task(ctx, c, s, offered, plans[k]); err != nil {
 						return fmt.Errorf("%s: %w", approaches[k], err)
 					}
 				}
@@ -455,6 +585,17 @@ func modelRoundTrips(ctx context.Context, c *options, r *report) error {
 	fmt.Fprintf(r.w, "%d NESTFUL tasks, simulated model: %s per call + %s per output token; tool latency %s; tokens = JSON bytes / 4\n", total[0].n, c.modelLatency, c.tokenLatency, c.toolLatency)
 	if err := r.table("model", header, rowsOf(total)); err != nil {
 		return err
+	}
+	leanIn := 0.0
+	for _, o := range results {
+		if o.err == nil {
+			leanIn += float64(o.r[0].leanIn)
+		}
+	}
+	if n := float64(total[0].n); n > 0 {
+		react := (leanIn + total[0].tout) / n
+		fmt.Fprintf(r.w, "ReAct with its tools' schemas rendered as the planner renders them (planner.Lean): %.1f tokens per task in, %.1f in all; %s: %.2fx of that\n",
+			leanIn/n, react, names[2], (total[2].tin+total[2].tout)/n/react)
 	}
 	if fan[0].n > 0 {
 		fmt.Fprintf(r.w, "the %d fan-out tasks (two or more tool steps that need no other step's output):\n", fan[0].n)

@@ -101,46 +101,57 @@ func slopPeer(ctx context.Context, c *options, r *report) error {
 	}
 	type way struct {
 		name string
-		run  func() (int, error)
+		run  func() (sizes, error)
 	}
-	size := func(res *mcp.CallToolResult) int {
+	// size returns the bytes of a result as JSON, and its payload: the
+	// same without the _meta (serverInfo) and resultType that the SDK
+	// adds to every result on protocol 2026-07-28 (SEP-2575), which the
+	// server does not choose.
+	size := func(res *mcp.CallToolResult) (all, payload int) {
 		data, _ := json.Marshal(res)
-		return len(data)
+		var m map[string]json.RawMessage
+		_ = json.Unmarshal(data, &m)
+		delete(m, "_meta")
+		delete(m, "resultType")
+		rest, _ := json.Marshal(m)
+		return len(data), len(rest)
 	}
-	call := func(cs *mcp.ClientSession, name string, args any) (int, error) {
+	call := func(cs *mcp.ClientSession, name string, args any) (sizes, error) {
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
 		if err != nil {
-			return 0, err
+			return sizes{}, err
 		}
 		if res.IsError {
 			data, _ := json.Marshal(res.Content)
-			return 0, fmt.Errorf("%s failed: %s", name, data)
+			return sizes{}, fmt.Errorf("%s failed: %s", name, data)
 		}
-		return size(res), nil
+		all, payload := size(res)
+		return sizes{all, payload}, nil
 	}
 	ways := []way{
-		{"direct calls", func() (int, error) {
-			n := 0
+		{"direct calls", func() (sizes, error) {
+			var n sizes
 			for i := range slopSteps {
 				b, err := call(direct, "echo", map[string]any{"message": fmt.Sprintf("step %d", i)})
 				if err != nil {
-					return 0, err
+					return sizes{}, err
 				}
-				n += b
+				n.all += b.all
+				n.payload += b.payload
 			}
 			return n, nil
 		}},
-		{"slop-mcp run_slop", func() (int, error) { return call(slop, "run_slop", map[string]any{"script": script.String()}) }},
-		{"orchestra, compact + return", func() (int, error) { return call(orch, "agent_orchestrate", plan("compact", true)) }},
-		{"orchestra, compact", func() (int, error) { return call(orch, "agent_orchestrate", plan("compact", false)) }},
-		{"orchestra, full", func() (int, error) { return call(orch, "agent_orchestrate", plan("full", false)) }},
+		{"slop-mcp run_slop", func() (sizes, error) { return call(slop, "run_slop", map[string]any{"script": script.String()}) }},
+		{"orchestra, compact + return", func() (sizes, error) { return call(orch, "agent_orchestrate", plan("compact", true)) }},
+		{"orchestra, compact", func() (sizes, error) { return call(orch, "agent_orchestrate", plan("compact", false)) }},
+		{"orchestra, full", func() (sizes, error) { return call(orch, "agent_orchestrate", plan("full", false)) }},
 	}
 	rounds := 40
 	if c.quick {
 		rounds = 5
 	}
 	walls := make([][]float64, len(ways))
-	bytes := make([]int, len(ways))
+	bytes := make([]sizes, len(ways))
 	for round := -2; round < rounds; round++ { // two rounds to warm up
 		for k, w := range ways {
 			start := time.Now()
@@ -163,8 +174,14 @@ func slopPeer(ctx context.Context, c *options, r *report) error {
 	var rows [][]string
 	for k, w := range ways {
 		m := median(walls[k])
-		rows = append(rows, []string{w.name, f2(m), f2(slices.Min(walls[k])), f2(slices.Max(walls[k])), f2(m / slopMedian), itoa(bytes[k]), f2(float64(bytes[k]) / float64(bytes[1]))})
+		b := bytes[k]
+		rows = append(rows, []string{w.name, f2(m), f2(slices.Min(walls[k])), f2(slices.Max(walls[k])), f2(m / slopMedian),
+			itoa(b.all), f2(float64(b.all) / float64(bytes[1].all)), itoa(b.payload), f2(float64(b.payload) / float64(bytes[1].payload))})
 	}
-	fmt.Fprintf(r.w, "%d sequential echo calls to server-everything, %d interleaved rounds, the Go SDK client over stdio; bytes = the tools/call result as JSON\n", slopSteps, rounds)
-	return r.table("slop", []string{"way", "median_ms", "min_ms", "max_ms", "vs_slop", "response_bytes", "bytes_vs_slop"}, rows)
+	fmt.Fprintf(r.w, "%d sequential echo calls to server-everything, %d interleaved rounds, the Go SDK client over stdio; bytes = the tools/call result as JSON; payload = the same without the SDK's _meta and resultType\n", slopSteps, rounds)
+	return r.table("slop", []string{"way", "median_ms", "min_ms", "max_ms", "vs_slop", "response_bytes", "bytes_vs_slop", "payload_bytes", "payload_vs_slop"}, rows)
 }
+
+// sizes are the bytes of a tools/call result as JSON, whole and without
+// the protocol's _meta and resultType.
+type sizes struct{ all, payload int }

@@ -12,8 +12,11 @@ import (
 // record always keeps the whole envelope.
 const (
 	// ResponseCompact leaves out the plan echo, the bindings and the
-	// steps' arguments, and the steps' outputs when the plan has an answer
-	// or a return value: they are what the answer or result is made of.
+	// steps' arguments. When the plan's answer or return value came out,
+	// it leaves out the steps' outputs too, since they are what the answer
+	// or result is made of, and counts the steps that succeeded instead
+	// of listing them (artifact.step_counts): steps lists only those that
+	// did not, in full.
 	ResponseCompact = "compact"
 	// ResponseFull is the whole envelope.
 	ResponseFull = "full"
@@ -43,8 +46,10 @@ type compactArtifact struct {
 	Plan             *Plan          `json:"plan,omitempty"`
 	Bindings         map[string]any `json:"bindings,omitempty"`
 	Steps            []*compactStep `json:"steps"`
+	StepCounts       map[string]int `json:"step_counts,omitempty"`
 	Errors           []*Error       `json:"errors,omitempty"`
 	ValidationErrors []*Issue       `json:"validation_errors,omitempty"`
+	Warnings         []*Issue       `json:"warnings,omitempty"`
 }
 
 type compactStep struct {
@@ -73,7 +78,10 @@ type compactMetadata struct {
 // compact returns the compact view of e.
 func (e *Envelope) compact() *compactEnvelope {
 	a := e.Artifact
-	outputs := a.Answer == "" && a.Result == nil
+	// With an answer or a result, the caller has what it asked for: the
+	// steps that succeeded are counted, not listed, and no step brings
+	// its output.
+	answered := a.Answer != "" || a.Result != nil
 	var steps func([]*StepRecord) []*compactStep
 	steps = func(rs []*StepRecord) []*compactStep {
 		out := make([]*compactStep, 0, len(rs))
@@ -82,20 +90,70 @@ func (e *Envelope) compact() *compactEnvelope {
 			if len(c.Children) == 0 {
 				c.Children = nil
 			}
-			if outputs && len(r.Children) == 0 {
+			if answered && r.Status == StatusSuccess && c.Children == nil {
+				continue // neither it nor any step under it needs telling
+			}
+			if !answered && len(r.Children) == 0 {
 				c.Output = r.Output
 			}
 			out = append(out, c)
 		}
 		return out
 	}
+	art := &compactArtifact{Artifact: a, Steps: steps(a.Steps), Errors: a.Errors, ValidationErrors: a.ValidationErrors,
+		Warnings: settledWarnings(a)}
+	if answered {
+		art.StepCounts = stepCounts(a.Steps)
+	}
 	m := e.Metadata
 	return &compactEnvelope{
 		ArtifactID: e.ArtifactID,
-		Artifact:   &compactArtifact{Artifact: a, Steps: steps(a.Steps), Errors: a.Errors, ValidationErrors: a.ValidationErrors},
+		Artifact:   art,
 		Metadata: compactMetadata{ContextID: m.ContextID, RequestID: m.RequestID, TraceID: m.TraceID, UserID: m.UserID,
 			DurationMS: m.DurationMS, ExecID: m.ExecID, Record: m.Record},
 	}
+}
+
+// stepCounts counts the tool and agent steps (the leaves: a group or a
+// loop is counted by its children, as in the summary) by status.
+func stepCounts(rs []*StepRecord) map[string]int {
+	counts := map[string]int{}
+	var walk func([]*StepRecord)
+	walk = func(rs []*StepRecord) {
+		for _, r := range rs {
+			if r.Type == "parallel" || r.Type == TypeForEach {
+				walk(r.Children)
+				continue
+			}
+			counts[r.Status]++
+		}
+	}
+	walk(rs)
+	return counts
+}
+
+// settledWarnings returns the warnings a compact response keeps: all of
+// them, except, after a run that succeeded, the unchecked references the
+// run has since resolved (every step's, and the answer's or the return
+// value's when it came out). The record keeps every warning.
+func settledWarnings(a *Artifact) []*Issue {
+	if a.Status != StatusSuccess {
+		return a.Warnings
+	}
+	var out []*Issue
+	for _, w := range a.Warnings {
+		settled := w.Code == CodeUncheckedRef
+		switch {
+		case w.Path == "plan.answer" || strings.HasPrefix(w.Path, "plan.answer."):
+			settled = settled && a.Answer != ""
+		case w.Path == "plan.return" || strings.HasPrefix(w.Path, "plan.return.") || strings.HasPrefix(w.Path, "plan.return["):
+			settled = settled && a.Result != nil
+		}
+		if !settled {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // CompactJSON returns the compact view of the envelope as JSON.

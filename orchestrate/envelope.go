@@ -121,7 +121,7 @@ type StepRecord struct {
 	ID        string `json:"id"`
 	Index     int    `json:"index"`
 	Path      string `json:"path"`
-	Type      string `json:"type"` // "tool", "agent", "parallel" or "for_each"
+	Type      string `json:"type"` // "tool", "agent", "parallel", "for_each", or "model" (a model call of an agent's run)
 	Tool      string `json:"tool,omitempty"`
 	ResultKey string `json:"result_key,omitempty"`
 	Merge     string `json:"merge,omitempty"`

@@ -251,7 +251,9 @@ func (r *run) settle(s *Step) {
 		return
 	}
 	switch {
-	case status == StatusSuccess || status == StatusPartial && s.IsLoop():
+	case status == StatusSuccess || status == StatusPartial:
+		// A partial loop, or a step whose tool answered partially (an
+		// agent's status partial), has an output: the plan goes on.
 		r.stepEnded(s, fsm.EventStepSucceeded)
 	case s.OnError == OnErrorContinue:
 		r.stepEnded(s, fsm.EventStepFailedContinue)

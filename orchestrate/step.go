@@ -96,6 +96,18 @@ func (r *run) call(ctx context.Context, s *Step, tool registry.Tool, args map[st
 			rec.SkillID = skillID(out)
 			rec.Content = nonText(res.Content)
 			r.mu.Unlock()
+			if res.Partial {
+				// An incomplete answer (an agent's partial): the output is
+				// kept and the plan goes on; the step and the plan are
+				// partial.
+				code := res.Code
+				if code == "" {
+					code = CodeToolError
+				}
+				why, _, _ := strings.Cut(strings.TrimSpace(res.Text()), "\n\n")
+				r.end(s, StatusPartial, out, &Error{Code: code, Message: toolErrorMessage(why, true)})
+				return
+			}
 			r.end(s, StatusSuccess, out, nil)
 			return
 		}

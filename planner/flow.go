@@ -28,6 +28,9 @@ func flowSchema(strict bool) map[string]any {
 		"required":             []any{"call"},
 		"additionalProperties": false,
 	}}
+	if !strict { // the prompt's flow note names the fields
+		return map[string]any{"type": "array", "items": map[string]any{"type": "object"}}
+	}
 	if strict {
 		str["type"] = []any{"string", "null"}
 		arr["type"] = []any{"array", "null"}

@@ -93,7 +93,7 @@ func TestToolOffersCatalog(t *testing.T) {
 	if strings.Contains(tool.Prompt, orchestrate.ToolName) || strings.Contains(tool.Prompt, "fetch_page") {
 		t.Errorf("the prompt mentions a tool that is not offered:\n%s", tool.Prompt)
 	}
-	for _, field := range []string{"artifact_id (string)", "artifact.sources[].url (string)", "post_id (string)"} {
+	for _, field := range []string{"artifact{sources[]{title, url}, title}, artifact_id", "post_id, words: integer"} {
 		if !strings.Contains(tool.Prompt, field) {
 			t.Errorf("the prompt does not list output field %q", field)
 		}

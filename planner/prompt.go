@@ -11,12 +11,9 @@ import (
 	"github.com/orchestra-mcp/orchestra/registry"
 )
 
-const promptHead = `You are orchestra's planner. Turn the goal into a plan of tool calls that orchestra checks and runs in one go: call the __planning__ tool once with
-- {"type": "tool_calls", "reasoning": "...", "calls": [{"tool_name": "...", "arguments": {...}}, ...]}, or
-- {"type": "direct_response", "content": "..."} when no tool is needed.
-Leave out (or set to null) the fields that do not apply. Calls run in order; call i is $i. The plan is checked against the tools' schemas before it runs and problems are sent back to you. A failing call stops the plan. Use only the tools below.`
+const promptHead = `You are orchestra's planner. Call __planning__ once with the plan, {"calls": [{"tool_name": "...", "arguments": {...}}], "answer": "..."}, or {"type": "direct_response", "content": "..."} if no tool is needed; omit or null what does not apply. Calls run in order, call i is $i; a failing call stops the plan. Use only the tools below.`
 
-const promptTemplates = `Templates, as argument values, pass earlier outputs on: "$0.output" (call 0's whole output), "$1.output.items[0].url" (a field; a string that is one template keeps the value's JSON type), "Summary of ${0.output.title}" (inside text; other values are inserted as JSON), "$bindings.name" (a value given with the goal). Use only earlier calls and the output fields listed; a tool without them gives {"text": "..."}. $$ is a literal $.`
+const promptTemplates = `Templates as argument values: "$0.output" (call 0's output), "$1.output.items[0].url" (a field; alone in a string it keeps its type), "Hi ${0.output.name}"; $$ is $. A template may stand for any argument. Use only earlier calls and the output fields listed (strings unless typed; a{b} is a.b, a[]{b} is a[0].b); a tool without them gives {"text": "..."}.`
 
 // systemPrompt is the planner's system prompt for tools.
 func systemPrompt(tools []registry.Tool, maxSteps int) string {
@@ -41,64 +38,124 @@ func systemPrompt(tools []registry.Tool, maxSteps int) string {
 	return b.String()
 }
 
-// maxFieldLines caps the output fields listed per tool.
-const maxFieldLines = 40
-
-// outputFields lists the fields of an output schema as paths with their
-// types and descriptions, e.g. "sources[].url (string): where it was found".
-func outputFields(schema any) []string {
+// fieldList renders the fields of an output schema compactly, at most
+// limit of them: "id, score: number, items[]{url, tags: array of string},
+// meta{lang}". A field is a string unless a type follows its name; a{b}
+// is the path a.b and a[]{b} the path a[0].b. An output that is an array
+// of objects is "[]{...}". Over the limit, shallow fields are named before
+// deep ones. It returns the rendering, how many fields it names and how
+// many the schema has.
+func fieldList(schema any, limit int) (text string, named, total int) {
 	raw, err := toMap(schema)
 	if err != nil {
-		return nil
+		return "", 0, 0
 	}
 	root, ok := raw.(map[string]any)
 	if !ok {
-		return nil
+		return "", 0, 0
 	}
 	c := &schemaCtx{root: root}
 	norm, _ := c.normalize(root, "output", nil).(map[string]any)
-	var lines []string
-	total := 0
-	var walk func(m map[string]any, prefix string, depth int)
-	walk = func(m map[string]any, prefix string, depth int) {
-		props := map[string]any{}
-		for _, alt := range branches(m) {
-			if p, ok := alt["properties"].(map[string]any); ok {
-				for k, v := range p {
-					if _, seen := props[k]; !seen {
-						props[k] = v
-					}
+	top := &field{}
+	switch {
+	case len(branchProps(norm)) > 0:
+		top.children = fieldsOf(norm, 0)
+	case objectItems(norm) != nil:
+		top.children = []*field{{name: "", array: true, children: fieldsOf(objectItems(norm), 1)}}
+	}
+	// Name the fields level by level until the limit.
+	level := top.children
+	for len(level) > 0 {
+		var next []*field
+		for _, f := range level {
+			if f.name != "" {
+				total++
+				if named < limit {
+					f.shown = true
+					named++
 				}
+			} else {
+				f.shown = true // the array output's items
 			}
+			next = append(next, f.children...)
 		}
-		for _, name := range slices.Sorted(maps.Keys(props)) {
-			ps, _ := props[name].(map[string]any)
-			path := prefix + name
-			total++
-			if len(lines) < maxFieldLines {
-				line := path + " (" + typeName(ps) + ")"
-				if d := firstSentence(description(ps)); d != "" {
-					line += ": " + d
-				}
-				lines = append(lines, line)
-			}
-			if depth >= 4 {
-				continue
-			}
-			walk(ps, path+".", depth+1)
-			for _, alt := range branches(ps) {
-				if items, ok := alt["items"].(map[string]any); ok && len(branchProps(items)) > 0 {
-					walk(items, path+"[].", depth+1)
-					break
+		level = next
+	}
+	return renderFields(top.children), named, total
+}
+
+// field is one field of an output schema, for fieldList.
+type field struct {
+	name     string
+	typ      string // when it has no named fields
+	array    bool   // an array of objects with named fields
+	children []*field
+	shown    bool
+}
+
+// fieldsOf returns the fields of an object schema, sorted by name, four
+// levels deep at most.
+func fieldsOf(m map[string]any, depth int) []*field {
+	props := map[string]any{}
+	for _, alt := range branches(m) {
+		if p, ok := alt["properties"].(map[string]any); ok {
+			for k, v := range p {
+				if _, seen := props[k]; !seen {
+					props[k] = v
 				}
 			}
 		}
 	}
-	walk(norm, "", 0)
-	if total > len(lines) {
-		lines = append(lines, fmt.Sprintf("... and %d more", total-len(lines)))
+	var out []*field
+	for _, name := range slices.Sorted(maps.Keys(props)) {
+		ps, _ := props[name].(map[string]any)
+		f := &field{name: name, typ: typeName(ps)}
+		if depth < 4 {
+			if len(branchProps(ps)) > 0 {
+				f.children = fieldsOf(ps, depth+1)
+			} else if items := objectItems(ps); items != nil {
+				f.array, f.children = true, fieldsOf(items, depth+1)
+			}
+		}
+		out = append(out, f)
 	}
-	return lines
+	return out
+}
+
+// renderFields writes the shown fields of fs.
+func renderFields(fs []*field) string {
+	var parts []string
+	for _, f := range fs {
+		if !f.shown {
+			continue
+		}
+		part := f.name
+		if f.array {
+			part += "[]"
+		}
+		inner := renderFields(f.children)
+		switch {
+		case inner != "":
+			part += "{" + inner + "}"
+		case f.array:
+			part = f.name + ": array of object"
+		case f.typ != "string":
+			part += ": " + f.typ
+		}
+		parts = append(parts, part)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// objectItems returns the items schema of an array of objects with named
+// properties, or nil.
+func objectItems(m map[string]any) map[string]any {
+	for _, alt := range branches(m) {
+		if items, ok := alt["items"].(map[string]any); ok && len(branchProps(items)) > 0 {
+			return items
+		}
+	}
+	return nil
 }
 
 // branches returns m and the alternatives of its anyOf, oneOf and allOf.
@@ -165,34 +222,6 @@ func arrayOf(t string, m map[string]any) string {
 		}
 	}
 	return "array"
-}
-
-func description(m map[string]any) string {
-	for _, b := range branches(m) {
-		if d, ok := b["description"].(string); ok && d != "" {
-			return d
-		}
-	}
-	return ""
-}
-
-// firstSentence returns the first line or sentence of s, at most 160 bytes.
-func firstSentence(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	if i := strings.Index(s, ". "); i >= 0 {
-		s = s[:i+1]
-	}
-	if len(s) > 160 {
-		cut := 157
-		for cut > 0 && s[cut]&0xC0 == 0x80 {
-			cut--
-		}
-		s = s[:cut] + "..."
-	}
-	return s
 }
 
 // userMessage is the first user message: the goal and the bindings.

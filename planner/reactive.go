@@ -120,7 +120,9 @@ func (p *Planner) callTool(ctx context.Context, req *orchestrate.Request, tool *
 	}
 	rec = p.opts.Engine.CallTool(ctx, id, tc.Name, args, req.Bindings)
 	rec.ID, rec.Index, rec.Path = id, n, fmt.Sprintf("plan.steps[%d]", n)
-	if rec.Error != nil {
+	// A partial answer (an agent's) is a result: the model reads what it
+	// has and what it lacks.
+	if rec.Error != nil && rec.Status != orchestrate.StatusPartial {
 		if rec.Error.Code == orchestrate.CodeValidation {
 			return rec, "error: " + rec.Error.Message
 		}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -498,4 +499,130 @@ func stripNulls(v any, schema map[string]any) any {
 		}
 	}
 	return obj
+}
+
+// Lean returns the compact rendering of a tool's input schema that the
+// planner's non-strict planning tool carries: see lean. The model section
+// of the bench harness offers ReAct the same rendering, for comparison.
+func Lean(schema map[string]any) map[string]any { return lean(schema, true) }
+
+// lean drops from a normalized argument schema what a plan does not need:
+// titles (most repeat the property's name), defaults, keyword or closing
+// sentence of a description (a plan leaves an argument out to get its
+// default), descriptions that only repeat the
+// property's name ("currencyCode": "Currency code."), and, when loose,
+// additionalProperties: true, which is the default. It returns a copy.
+func lean(s map[string]any, loose bool) map[string]any {
+	return leanSchema(s, "", loose).(map[string]any)
+}
+
+func leanSchema(v any, name string, loose bool) any {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return v
+	}
+	out := make(map[string]any, len(m))
+	for k, e := range m {
+		switch k {
+		case "title", "default":
+			continue
+		case "additionalProperties":
+			if b, ok := e.(bool); ok && b && loose {
+				continue
+			}
+			out[k] = leanSchema(e, "", loose)
+		case "description":
+			d, ok := e.(string)
+			if !ok {
+				out[k] = e
+				continue
+			}
+			if d = withoutDefault(d); d == "" || (name != "" && sameWords(d, name)) {
+				continue
+			}
+			out[k] = d
+		case "properties":
+			props, ok := e.(map[string]any)
+			if !ok {
+				out[k] = e
+				continue
+			}
+			np := make(map[string]any, len(props))
+			for pn, ps := range props {
+				np[pn] = leanSchema(ps, pn, loose)
+			}
+			out[k] = np
+		case "items", "not", "if", "then", "else", "contains", "propertyNames", "unevaluatedProperties", "unevaluatedItems", "additionalItems":
+			out[k] = leanSchema(e, name, loose)
+		case "anyOf", "oneOf", "allOf", "prefixItems":
+			arr, ok := e.([]any)
+			if !ok {
+				out[k] = e
+				continue
+			}
+			na := make([]any, len(arr))
+			for i, x := range arr {
+				na[i] = leanSchema(x, name, loose)
+			}
+			out[k] = na
+		default:
+			out[k] = e
+		}
+	}
+	return out
+}
+
+// sameWords reports whether a description says no more than a name: the
+// same words, in order, ignoring case, punctuation and how the name joins
+// them ("Currency code." and currencyCode, "The user id" and user_id).
+func sameWords(desc, name string) bool {
+	words := func(s string, split bool) []string {
+		var ws []string
+		var cur []rune
+		flush := func() {
+			if len(cur) > 0 {
+				ws = append(ws, strings.ToLower(string(cur)))
+				cur = cur[:0]
+			}
+		}
+		var prev rune
+		for _, r := range s {
+			switch {
+			case r >= 'A' && r <= 'Z' && split && prev >= 'a' && prev <= 'z':
+				flush()
+				cur = append(cur, r)
+			case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+				cur = append(cur, r)
+			default:
+				flush()
+			}
+			prev = r
+		}
+		flush()
+		return ws
+	}
+	d := words(desc, false)
+	if len(d) > 0 && (d[0] == "the" || d[0] == "a" || d[0] == "an") {
+		d = d[1:]
+	}
+	return len(d) > 0 && slices.Equal(d, words(name, true))
+}
+
+// defaultSentence matches a description's closing sentence that only
+// states the default: "Default value: 1", "Defaults to en-US.", "(default: 10)".
+var defaultSentence = regexp.MustCompile(`(?i)(^|[.;,]\s+|\s*\()(by )?default(s| value| is)?( to)?:?\s[^.;()]*[.)]?\s*$`)
+
+// withoutDefault returns the description without a closing sentence that
+// only states the default.
+func withoutDefault(d string) string {
+	loc := defaultSentence.FindStringSubmatchIndex(d)
+	if loc == nil {
+		return d
+	}
+	// keep the punctuation that ended the sentence before it
+	cut := loc[0]
+	if loc[2] >= 0 && loc[3] > loc[2] && strings.ContainsAny(d[loc[2]:loc[3]], ".;") {
+		cut = loc[2] + 1
+	}
+	return strings.TrimSpace(d[:cut])
 }

@@ -86,8 +86,8 @@ func (p *Planner) toolFor(goal string) *Tool {
 // of them.
 const (
 	answerNote   = "tool_calls: the reply, with ${i.output.field} where results go."
-	returnNote   = "tool_calls: a value to return, e.g. \"$2.output.items\"."
-	promptAnswer = `Write the reply to the goal in "answer" with ${i.output.field} where the results go: it is rendered after the run and sent as it is, saving a model call. Leave it out only when the results must be read before answering.`
+	returnNote   = "a value to hand back, e.g. \"$2.output\"."
+	promptAnswer = `"answer" (${i.output.field} where results go) is rendered after the run as the reply, saving a model call; omit it only if the results must be read first.`
 )
 
 // Lean tool blocks: what the prompt says of each tool it offers.
@@ -109,85 +109,18 @@ func toolBlock(t registry.Tool) string {
 		desc = "(no description)"
 	}
 	b.WriteString(truncate(desc, maxToolDescription))
-	fields := outputFields(t.OutputSchema)
-	switch {
-	case t.OutputSchema == nil:
+	if t.OutputSchema == nil {
 		b.WriteString("\nOutput: not described; {\"text\": \"...\"} when the tool returns only text.")
-	case len(fields) == 0:
+		return b.String()
+	}
+	fields, named, total := fieldList(t.OutputSchema, maxBlockFields)
+	if fields == "" {
 		b.WriteString("\nOutput: $N.output (no named fields).")
-	default:
-		b.WriteString("\nOutput fields ($N.output.<field>): ")
-		total := len(fields)
-		if last := fields[len(fields)-1]; strings.HasPrefix(last, "... and ") {
-			more := 0
-			fmt.Sscanf(last, "... and %d more", &more)
-			fields, total = fields[:len(fields)-1], len(fields)-1+more
-		}
-		n := 0
-		for _, f := range fields {
-			if n == maxBlockFields {
-				break
-			}
-			if n > 0 {
-				b.WriteString(", ")
-			}
-			if i := strings.Index(f, "): "); i >= 0 {
-				f = f[:i+1] // the field's description is left out
-			}
-			b.WriteString(f)
-			n++
-		}
-		if total > n {
-			fmt.Fprintf(&b, ", +%d more", total-n)
-		}
+		return b.String()
+	}
+	b.WriteString("\nOutput fields: " + fields)
+	if total > named {
+		fmt.Fprintf(&b, ", +%d more", total-named)
 	}
 	return b.String()
-}
-
-// compactUnions rewrites, in a non-strict schema, the template
-// alternatives widen adds to simple typed arguments into type lists:
-// {"anyOf": [{"type": "number"}, {"type": "string"}]} becomes
-// {"type": ["number", "string"]}, which says the same in fewer tokens.
-func compactUnions(v any) any {
-	switch v := v.(type) {
-	case map[string]any:
-		for k, e := range v {
-			v[k] = compactUnions(e)
-		}
-		alts, ok := v["anyOf"].([]any)
-		if !ok || len(alts) != 2 {
-			return v
-		}
-		first, ok1 := alts[0].(map[string]any)
-		second, ok2 := alts[1].(map[string]any)
-		if !ok1 || !ok2 || len(second) != 1 || second["type"] != "string" {
-			return v
-		}
-		t, ok := first["type"].(string)
-		if !ok {
-			return v
-		}
-		for k, e := range first {
-			if k == "type" || (k == "items" && isEmptyMap(e)) {
-				continue
-			}
-			return v // constrained beyond its type: keep the alternative
-		}
-		delete(v, "anyOf")
-		v["type"] = []any{t, "string"}
-		if items, ok := first["items"]; ok {
-			v["items"] = items // providers want an array's items
-		}
-		return v
-	case []any:
-		for i, e := range v {
-			v[i] = compactUnions(e)
-		}
-	}
-	return v
-}
-
-func isEmptyMap(v any) bool {
-	m, ok := v.(map[string]any)
-	return ok && len(m) == 0
 }

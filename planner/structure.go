@@ -10,11 +10,7 @@ import (
 // planning schema carries them (strict and loose alike) and the prompt says
 // when to use them, in few words: every planning call pays for them.
 
-const promptStructure = `Structure:
-- Calls that do not need each other run at the same time in a group, one item of calls: {"parallel": [call, call], "result_key": "g"}. Calls in a group cannot reference each other.
-- "result_key": "name" on a call makes its output "$name.output"; give one to each call in a group that a later call reads.
-- "schedule": "dag" on the plan starts each call as soon as the calls it references have finished.
-- On a call, "on_error": "continue" goes on if it fails (its output is then null); "retry": {"max_attempts": 3, "backoff_ms": 200} retries timeouts and lost connections.`
+const promptStructure = `Optional: {"parallel": [call, call], "result_key": "g"} as one item of calls runs independent calls at once; "result_key": "k" on a call names its output $k.output; "schedule": "dag" starts each call once the calls it references are done; on a call, "on_error": "continue" goes on after a failure (output null), "retry": {"max_attempts": 3, "backoff_ms": 200} retries timeouts.`
 
 // Values the planning schema offers for a step's fields.
 var (
@@ -23,63 +19,46 @@ var (
 )
 
 // withStepFields adds the fields any call may carry — result_key,
-// on_error, retry — to the schema of one call (callSchema).
-func withStepFields(call map[string]any, strict bool) map[string]any {
+// on_error, retry — to the strict schema of one call (callSchema). The
+// loose schema leaves them to the prompt.
+func withStepFields(call map[string]any) map[string]any {
 	props := maps.Clone(call["properties"].(map[string]any))
-	for k, v := range stepFields(strict) {
-		props[k] = v
-	}
+	maps.Copy(props, stepFields())
 	call["properties"] = props
-	if strict {
-		call["required"] = sortedNames(props)
-	}
+	call["required"] = sortedNames(props)
 	return call
 }
 
-// stepFields are the optional fields of a step, nullable in a strict
-// schema, where every property is required.
-func stepFields(strict bool) map[string]any {
-	opt := func(s map[string]any) any {
-		if strict {
-			return nullable(s)
-		}
-		return s
-	}
-	// A loose schema only names retry's fields, to stay short.
-	retry := map[string]any{"type": "object"}
-	if strict {
-		retry = map[string]any{"type": "object", "properties": map[string]any{
-			"max_attempts": nullable(map[string]any{"type": "integer"}),
-			"backoff_ms":   nullable(map[string]any{"type": "integer"}),
-		}, "required": []any{"backoff_ms", "max_attempts"}, "additionalProperties": false}
-	}
+// stepFields are the optional fields of a step, nullable: a strict schema
+// requires every property.
+func stepFields() map[string]any {
+	retry := map[string]any{"type": "object", "properties": map[string]any{
+		"max_attempts": nullable(map[string]any{"type": "integer"}),
+		"backoff_ms":   nullable(map[string]any{"type": "integer"}),
+	}, "required": []any{"backoff_ms", "max_attempts"}, "additionalProperties": false}
 	return map[string]any{
-		"result_key": opt(map[string]any{"type": "string"}),
-		"on_error":   opt(map[string]any{"type": "string", "enum": onErrorValues}),
-		"retry":      opt(retry),
+		"result_key": nullable(map[string]any{"type": "string"}),
+		"on_error":   nullable(map[string]any{"type": "string", "enum": onErrorValues}),
+		"retry":      nullable(retry),
 	}
 }
 
-// groupSchema is the schema of a parallel group among the calls; item is
-// the schema of one of its calls.
-func groupSchema(item any, strict bool) map[string]any {
+// groupSchema is the strict schema of a parallel group among the calls;
+// item is the schema of one of its calls.
+func groupSchema(item any) map[string]any {
 	props := map[string]any{
 		"parallel":   map[string]any{"type": "array", "items": item},
-		"result_key": stepFields(strict)["result_key"],
+		"result_key": stepFields()["result_key"],
 	}
-	g := map[string]any{"type": "object", "properties": props, "required": []any{"parallel"}, "additionalProperties": false}
-	if strict {
-		g["required"] = sortedNames(props)
-	}
-	return g
+	return map[string]any{"type": "object", "properties": props, "required": sortedNames(props), "additionalProperties": false}
 }
 
 // withStructure adds the plan's schedule and the parallel group to the
 // planning schema's properties, and returns the items of calls. A strict
 // schema must be self-contained and takes no free-form object, so a
 // group's calls repeat the tools' call schemas (groupCalls: the tool's
-// name, its arguments and a result_key); a loose one describes a group's
-// calls only, to stay short (the plan is validated anyway).
+// name, its arguments and a result_key); a loose one only names the group
+// and the schedule, which the prompt teaches (the plan is validated anyway).
 func withStructure(props map[string]any, calls, groupCalls []any, strict bool) any {
 	sched := map[string]any{"type": "string", "enum": scheduleValues}
 	var item any = map[string]any{"type": "object"}
@@ -89,22 +68,23 @@ func withStructure(props map[string]any, calls, groupCalls []any, strict bool) a
 		if len(groupCalls) > 1 {
 			item = map[string]any{"anyOf": groupCalls}
 		}
-	} else {
-		props["schedule"] = sched
+		return map[string]any{"anyOf": append(slices.Clone(calls), groupSchema(item))}
 	}
-	return map[string]any{"anyOf": append(slices.Clone(calls), groupSchema(item, strict))}
+	// Loose: the prompt teaches the group; the schema only names it.
+	props["schedule"] = map[string]any{"enum": scheduleValues}
+	group := map[string]any{"properties": map[string]any{"parallel": map[string]any{"type": "array", "items": item}}, "required": []any{"parallel"}}
+	return map[string]any{"anyOf": append(slices.Clone(calls), group)}
 }
 
-// groupCall is the schema of a call inside a group: the tool's name, its
-// arguments and a result_key, by which later calls reach its output.
-func groupCall(name string, args any, strict bool) map[string]any {
+// groupCall is the strict schema of a call inside a group: the tool's
+// name, its arguments and a result_key, by which later calls reach its
+// output.
+func groupCall(name string, args any) map[string]any {
 	c := callSchema(name, args)
 	props := maps.Clone(c["properties"].(map[string]any))
-	props["result_key"] = stepFields(strict)["result_key"]
+	props["result_key"] = stepFields()["result_key"]
 	c["properties"] = props
-	if strict {
-		c["required"] = sortedNames(props)
-	}
+	c["required"] = sortedNames(props)
 	return c
 }
 

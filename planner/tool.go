@@ -16,7 +16,7 @@ import (
 const ToolName = "__planning__"
 
 // toolDescription is the description of the planning tool.
-const toolDescription = `Submit the plan for the goal, as the system prompt says: {"type": "tool_calls", "calls": [...]} or {"type": "direct_response", "content": "..."}.`
+const toolDescription = `Submit the plan, as the system prompt says.`
 
 // Catalog is where the planner reads the tools from; [*registry.Catalog]
 // is one.
@@ -99,11 +99,11 @@ func Build(version uint64, tools []registry.Tool, opts BuildOptions) *Tool {
 			norm["type"] = "object"
 		}
 		pt.inputs[t.Name] = norm
-		looseCalls = append(looseCalls, withStepFields(callSchema(t.Name, widen(norm, true)), false))
+		looseCalls = append(looseCalls, looseCall(t.Name, lean(norm, true)))
 
 		sc := &schemaCtx{root: root}
 		sc.problems = append(sc.problems, nc.problems...)
-		strictArgs := sc.strict(norm, "arguments", true)
+		strictArgs := sc.strict(lean(norm, false), "arguments", true)
 		if len(sc.problems) > 0 {
 			strictOK = false
 			for _, p := range sc.problems {
@@ -111,11 +111,11 @@ func Build(version uint64, tools []registry.Tool, opts BuildOptions) *Tool {
 			}
 			continue
 		}
-		strictCalls = append(strictCalls, withStepFields(callSchema(t.Name, widen(strictArgs, true)), true))
-		strictGroupCalls = append(strictGroupCalls, groupCall(t.Name, widen(strictArgs, true), true))
+		strictCalls = append(strictCalls, withStepFields(callSchema(t.Name, widen(strictArgs, true))))
+		strictGroupCalls = append(strictGroupCalls, groupCall(t.Name, widen(strictArgs, true)))
 	}
 	flow := len(tools) > 0 && returnsArrays(tools)
-	pt.Loose = compactUnions(withFlow(planningSchema(looseCalls, nil, false), flow, false)).(map[string]any)
+	pt.Loose = withFlow(planningSchema(looseCalls, nil, false), flow, false)
 	if strictOK {
 		s := withFlow(planningSchema(strictCalls, strictGroupCalls, true), flow, true)
 		if problems := strictSize(s); len(problems) > 0 {
@@ -144,30 +144,50 @@ func callSchema(name string, args any) map[string]any {
 	}
 }
 
+// looseCall is the non-strict schema of one call of the tool name: its
+// name and arguments, as the tool declares them. What every call may
+// carry besides (result_key, on_error, retry) and that a template may
+// stand for any argument are taught once in the prompt instead of
+// repeated per tool and per argument: a non-strict schema guides the
+// model and the plan is validated anyway.
+func looseCall(name string, args any) map[string]any {
+	return map[string]any{
+		"properties": map[string]any{
+			"tool_name": map[string]any{"enum": []any{name}},
+			"arguments": args,
+		},
+		"required": []any{"tool_name", "arguments"},
+	}
+}
+
 // planningSchema is the schema of the planning tool's arguments.
 func planningSchema(calls, groupCalls []any, strict bool) map[string]any {
 	kinds := []any{"direct_response"}
 	if len(calls) > 0 {
 		kinds = append(kinds, "tool_calls")
 	}
+	// A loose schema leaves to the prompt what the prompt says already.
 	str := func(desc string) map[string]any {
 		if strict {
 			return map[string]any{"type": []any{"string", "null"}, "description": desc}
 		}
-		return map[string]any{"type": "string", "description": desc}
+		return map[string]any{"type": "string"}
 	}
 	props := map[string]any{
 		"type":      map[string]any{"type": "string", "enum": kinds},
 		"content":   str("direct_response: the answer." + nullNote(strict)),
 		"reasoning": str("tool_calls: why, briefly." + nullNote(strict)),
 	}
+	if !strict {
+		props["type"] = map[string]any{"enum": kinds}
+	}
 	required := []any{"type", "content", "reasoning"}
 	if len(calls) > 0 {
 		items := withStructure(props, calls, groupCalls, strict)
-		arr := map[string]any{"type": "array", "items": items,
-			"description": "tool_calls: the calls, in order; call i is $i." + nullNote(strict)}
+		arr := map[string]any{"type": "array", "items": items}
 		if strict {
 			arr["type"] = []any{"array", "null"}
+			arr["description"] = "tool_calls: the calls, in order; call i is $i." + nullNote(strict)
 		}
 		props["calls"] = arr
 		required = append(required, "calls", "schedule")
@@ -177,15 +197,15 @@ func planningSchema(calls, groupCalls []any, strict bool) map[string]any {
 			props["return"] = map[string]any{"description": returnNote}
 		}
 	}
-	if !strict {
-		required = []any{"type"}
-	}
 	out := map[string]any{
 		"type":                 "object",
 		"properties":           props,
-		"required":             required,
 		"additionalProperties": false,
 	}
+	if strict {
+		out["required"] = required
+	}
+	// A loose plan with calls needs no type: tool_calls is the default.
 	return out
 }
 

@@ -94,6 +94,10 @@ type Result struct {
 	// Code, when set on a failure, is a stable code for it (an agent's
 	// max_tool_steps, say) that a plan reports instead of tool_error.
 	Code string
+	// Partial reports an answer that is not complete (an agent's status
+	// partial): its output is kept, and Code says what is missing. A plan
+	// ends such a step partial, not failed.
+	Partial bool
 }
 
 // Output is the value a plan sees as the step's output: the structured

@@ -11,11 +11,11 @@ import (
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 	"github.com/orchestra-mcp/orchestra/registry"
 	"github.com/orchestra-mcp/orchestra/schemas"
-	"github.com/orchestra-mcp/orchestra/toolcontext"
 )
 
 // addAgents adds the configured agents to the catalog, each the tool
-// agent__<name>; their default model is the planner's.
+// agent__<name>; the model of one that configures none is found at each
+// call (agentModel).
 func (a *App) addAgents() error {
 	if len(a.Config.Agents) == 0 {
 		return nil
@@ -25,6 +25,7 @@ func (a *App) addAgents() error {
 		Engine:      a.Engine,
 		Catalog:     a.Catalog,
 		Model:       a.planner.model,
+		ModelFor:    a.agentModel,
 		Orchestrate: &orch,
 		Scope:       a.agentScope,
 		Logger:      a.log,
@@ -100,11 +101,11 @@ func (a *App) orchestrateTool() registry.Tool {
 // agentScope narrows an agent's run to its caller's tenant: only the
 // tenant's tools, under its limits (and never agent_orchestrate).
 func (a *App) agentScope(ctx context.Context) (orchestrate.RunOptions, bool) {
-	ids, _ := toolcontext.IDsFrom(ctx)
-	if ids.Tenant == "" {
+	tenant := callerTenant(ctx)
+	if tenant == "" {
 		return orchestrate.RunOptions{}, false
 	}
-	t := a.Config.Tenants[ids.Tenant]
+	t := a.Config.Tenants[tenant]
 	lim := t.Limits.Limits
 	return orchestrate.RunOptions{AllowTool: func(name string) bool { return allowTool(t, name) }, Limits: &lim}, true
 }

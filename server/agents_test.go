@@ -309,8 +309,10 @@ func TestAgentsAllowlist(t *testing.T) {
 }
 
 // TestAgentsMaxToolSteps: an agent whose model never stops calling tools
-// ends after max_tool_steps turns with status error and the code
-// max_tool_steps, which fails its step with that code.
+// ends after max_tool_steps turns with the code max_tool_steps; as its
+// tool calls brought results, it answers partial with them (the step is
+// partial, the plan goes on and ends partial). TestAgentPartial has the
+// loop without results, which fails its step.
 func TestAgentsMaxToolSteps(t *testing.T) {
 	dir := writeFiles(t, map[string]string{"a.txt": "alpha"})
 	fake := fakeopenai.New(t, func(ctx context.Context, r *fakeopenai.Request) fakeopenai.Reply {
@@ -321,12 +323,15 @@ func TestAgentsMaxToolSteps(t *testing.T) {
 	}, nil)
 	res, env := runPlan(t, cs, plan(map[string]any{"id": "l", "agent": "looper", "prompt": "loop"}))
 	st := env.Artifact.Steps[0]
-	if !res.IsError || st.Status != orchestrate.StatusFailed || st.Error == nil || st.Error.Code != agents.CodeMaxToolSteps {
-		t.Fatalf("step %s, error %+v; want failed with max_tool_steps", st.Status, st.Error)
+	if !res.IsError || env.Artifact.Status != orchestrate.StatusPartial || st.Status != orchestrate.StatusPartial || st.Error == nil || st.Error.Code != agents.CodeMaxToolSteps {
+		t.Fatalf("plan %s, step %s, error %+v; want partial with max_tool_steps", env.Artifact.Status, st.Status, st.Error)
 	}
 	out := agentOutput(t, st)
-	if out.Status != agents.StatusError || out.Error == nil || out.Error.Code != agents.CodeMaxToolSteps || !strings.Contains(out.Error.Message, "after 3 turns") {
+	if out.Status != agents.StatusPartial || out.Error == nil || out.Error.Code != agents.CodeMaxToolSteps || !strings.Contains(out.Error.Message, "after 3 turns") {
 		t.Errorf("response = %+v, error %+v", out, out.Error)
+	}
+	if !strings.Contains(out.Result.Text, "fs__read_text_file") || !strings.Contains(out.Result.Text, "alpha") {
+		t.Errorf("the partial result does not carry the tool results: %q", out.Result.Text)
 	}
 	if out.Metadata.ToolCalls != 3 || out.Metadata.ModelCalls != 4 {
 		t.Errorf("tool calls %d, model calls %d; want 3 and 4", out.Metadata.ToolCalls, out.Metadata.ModelCalls)
@@ -335,7 +340,9 @@ func TestAgentsMaxToolSteps(t *testing.T) {
 
 // TestAgentsDepth: an agent allowed agent_orchestrate starts a nested
 // plan that calls the agent again; with max_depth 2 that second agent's
-// orchestration is refused with depth_exceeded.
+// orchestration is refused with depth_exceeded. Each agent then answers
+// without what its orchestration would have brought: partial, with the
+// code depth_exceeded, up to the plan.
 func TestAgentsDepth(t *testing.T) {
 	var mu sync.Mutex
 	var inner []string
@@ -358,8 +365,8 @@ func TestAgentsDepth(t *testing.T) {
 		"boss": {Description: "Delegates.", Instructions: "You are boss.", Tools: []string{"agent_orchestrate"}},
 	}, func(c *config.Config) { c.Limits.MaxDepth = 2 })
 	_, env := runPlan(t, cs, plan(map[string]any{"id": "b", "agent": "boss", "prompt": "outer"}))
-	if env.Artifact.Status != orchestrate.StatusSuccess {
-		t.Fatalf("status %s, errors %v", env.Artifact.Status, env.Artifact.Errors)
+	if st := env.Artifact.Steps[0]; env.Artifact.Status != orchestrate.StatusPartial || st.Error == nil || st.Error.Code != orchestrate.CodeDepthExceeded {
+		t.Fatalf("status %s, errors %v; want partial with depth_exceeded", env.Artifact.Status, env.Artifact.Errors)
 	}
 	mu.Lock()
 	defer mu.Unlock()

@@ -51,7 +51,7 @@ func fixture(t *testing.T) string {
 // npmServer returns the configuration that runs an installed npm MCP
 // server with node; without the packages it skips, or fails when
 // ORCHESTRA_REQUIRE_NPM is set (as in CI).
-func npmServer(t *testing.T, pkg string, args ...string) mcpserver.ServerConfig {
+func npmServer(t testing.TB, pkg string, args ...string) mcpserver.ServerConfig {
 	t.Helper()
 	entry, err := filepath.Abs(filepath.Join("..", "testdata", "npm", "node_modules", "@modelcontextprotocol", pkg, "dist", "index.js"))
 	if err != nil {
@@ -70,14 +70,14 @@ func npmServer(t *testing.T, pkg string, args ...string) mcpserver.ServerConfig 
 
 // downstreamApp starts an app with the given downstream servers and a client
 // session to it over in-memory transports.
-func downstreamApp(t *testing.T, servers map[string]mcpserver.ServerConfig, copts *mcp.ClientOptions) (*server.App, *mcp.ClientSession) {
+func downstreamApp(t testing.TB, servers map[string]mcpserver.ServerConfig, copts *mcp.ClientOptions) (*server.App, *mcp.ClientSession) {
 	t.Helper()
 	return downstreamAppWith(t, servers, copts, nil)
 }
 
 // downstreamAppWith is downstreamApp with the configuration changed by
 // edit first.
-func downstreamAppWith(t *testing.T, servers map[string]mcpserver.ServerConfig, copts *mcp.ClientOptions, edit func(*config.Config)) (*server.App, *mcp.ClientSession) {
+func downstreamAppWith(t testing.TB, servers map[string]mcpserver.ServerConfig, copts *mcp.ClientOptions, edit func(*config.Config)) (*server.App, *mcp.ClientSession) {
 	t.Helper()
 	cfg := config.Default()
 	cfg.MCPServers = servers
@@ -115,7 +115,7 @@ func downstreamAppWith(t *testing.T, servers map[string]mcpserver.ServerConfig, 
 }
 
 // waitGone fails the test if process pid is still alive after a bounded wait.
-func waitGone(t *testing.T, pid int) {
+func waitGone(t testing.TB, pid int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {

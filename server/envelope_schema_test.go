@@ -75,6 +75,8 @@ func TestEnvelopesMatchTheOutputSchema(t *testing.T) {
 			map[string]any{"id": "a", "tool": "json_query", "arguments": map[string]any{"query": "[range(70)]", "input": nil}},
 			map[string]any{"for_each": "$a.output.result", "do": map[string]any{"tool": "json_query", "arguments": map[string]any{"query": ".", "input": "$item"}}}}}}, "failed"},
 		{"answer_and_return", map[string]any{"plan": withAnswer}, "success"},
+		{"return_with_a_failure", map[string]any{"plan": map[string]any{"steps": []any{
+			map[string]any{"id": "g", "parallel": []any{continued, jq("x", 2)}}, jq("a", 1)}, "return": "$a.output"}}, "partial"},
 	}
 	for _, mode := range []string{"compact", "full"} {
 		for _, tc := range cases {

@@ -328,13 +328,20 @@ func (l runLog) hooks() *orchestrate.Hooks {
 	}
 }
 
-// logHooks returns the hooks that write the lines of runs to log.
+// logHooks returns the hooks that write the lines of runs to log. The
+// log's level is set once, at start: below debug, no line reads a step's
+// progress, so the hooks do not ask for it, and a downstream call then
+// carries no progress token (nothing to route).
 func logHooks(log *slog.Logger) *orchestrate.Hooks {
 	ctx := context.Background()
-	return runLog{
+	h := runLog{
 		enabled: func(level slog.Level) bool { return log.Enabled(ctx, level) },
 		emit:    func(level slog.Level, msg string, at []slog.Attr) { log.LogAttrs(ctx, level, msg, at...) },
 	}.hooks()
+	if !log.Enabled(ctx, slog.LevelDebug) {
+		h.StepProgress = nil
+	}
+	return h
 }
 
 // clientLogHooks returns the hooks that send the same lines to the client

@@ -25,6 +25,7 @@ func (a *App) orchestrateHandler() mcp.ToolHandler {
 		ctx = toolcontext.EnsureRequestID(ctx)
 		ctx = withHeaderDepth(ctx, req)
 		ctx = withCaller(ctx, req)
+		ctx = withAgentCaller(ctx, req)
 		var ro orchestrate.RunOptions
 		ctx, tenant, inTenant := a.withTenant(ctx, req, &ro)
 		ids, _ := toolcontext.IDsFrom(ctx)

@@ -194,10 +194,13 @@ func (a *App) unknownTools(next mcp.MethodHandler) mcp.MethodHandler {
 		allow := a.callerTools(r.Extra) // a tenant's caller is told only of its tools
 		a.mu.Lock()
 		listed := name == orchestrate.ToolName || name == DiscoveryToolName || a.exposed[name]
-		names := []string{orchestrate.ToolName}
-		for n := range a.exposed {
-			if allow == nil || allow(n) {
-				names = append(names, n)
+		var names []string // for the message, so only for an unlisted tool
+		if !listed {
+			names = append(names, orchestrate.ToolName)
+			for n := range a.exposed {
+				if allow == nil || allow(n) {
+					names = append(names, n)
+				}
 			}
 		}
 		a.mu.Unlock()
@@ -388,6 +391,7 @@ func (a *App) passthrough(t registry.Tool) mcp.ToolHandler {
 			return res, nil
 		}
 		ctx = toolcontext.WithDepth(ctx, toolcontext.Depth(ctx)+1)
+		ctx = withAgentCaller(ctx, req) // an exposed agent may sample the caller's model
 		args, err := decodeArgs(req.Params.Arguments)
 		if err != nil {
 			res := &mcp.CallToolResult{}

@@ -46,11 +46,15 @@ type runSpans struct {
 // Hooks returns the engine hooks that make the spans and metrics of runs.
 // Give them to the engine together with [Telemetry.StepContext].
 func (t *Telemetry) Hooks() *orchestrate.Hooks {
+	progress := t.stepProgress
+	if !t.enabled {
+		progress = nil // progress is a span event: without traces nothing reads it
+	}
 	return &orchestrate.Hooks{
 		RunStarted:   t.runStarted,
 		PlanReady:    t.planReady,
 		StepStarted:  t.stepStarted,
-		StepProgress: t.stepProgress,
+		StepProgress: progress,
 		StepEnded:    t.stepEnded,
 		RunFinished:  t.runFinished,
 		// A pause ends the run's span (status awaiting_client); a resume

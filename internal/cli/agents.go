@@ -66,7 +66,7 @@ func cmdAgents(ctx context.Context, env *cliEnv, args []string) int {
 	for _, e := range out {
 		model := e.Model
 		if model == "" {
-			model = "(none: configure a model or a planner)"
+			model = "(per call: the tenant's planner, else the client's through sampling)"
 		}
 		tools := strings.Join(e.Tools, ", ")
 		if tools == "" {

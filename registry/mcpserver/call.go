@@ -70,7 +70,7 @@ func (s *server) call(name, tool string, out *jsonschema.Resolved) registry.Call
 		if err != nil {
 			return nil, s.callError(ctx, c, name, err)
 		}
-		if limit := s.m.opts.MaxResponseBytes; limit > 0 {
+		if limit := s.m.opts.MaxResponseBytes; limit > 0 && !withinBound(res, limit) {
 			if n := jsonSize(res); n > limit {
 				return nil, fmt.Errorf("calling %s: the result is %d bytes as JSON, more than the limit of %d bytes", name, n, limit)
 			}
@@ -129,4 +129,77 @@ type countWriter int64
 func (w *countWriter) Write(p []byte) (int, error) {
 	*w += countWriter(len(p))
 	return len(p), nil
+}
+
+// withinBound reports whether res is surely within limit bytes as JSON
+// without encoding it (counting encodes the whole result again, a cost the
+// common small result is spared).
+func withinBound(res *mcp.CallToolResult, limit int64) bool {
+	bound, ok := sizeBound(res)
+	return ok && bound <= limit
+}
+
+// sizeBound returns a bound that res's JSON encoding never exceeds,
+// computed without encoding it: every string byte counted as the six of
+// its longest escape, every number as the longest a float64 encodes to.
+// ok is false for a result it cannot bound (a content block other than
+// plain text, input requests); the caller then counts.
+func sizeBound(res *mcp.CallToolResult) (n int64, ok bool) {
+	if res.InputRequests != nil || res.RequestState != "" {
+		return 0, false
+	}
+	// {"_meta":,"content":[],"structuredContent":,"isError":true,"resultType":"..."}
+	n = 128
+	if res.Meta != nil {
+		m, ok := valueBound(map[string]any(res.Meta))
+		if !ok {
+			return 0, false
+		}
+		n += m
+	}
+	for _, c := range res.Content {
+		t, isText := c.(*mcp.TextContent)
+		if !isText || t.Meta != nil || t.Annotations != nil {
+			return 0, false
+		}
+		n += 32 + 6*int64(len(t.Text)) // {"type":"text","text":""},
+	}
+	m, ok := valueBound(res.StructuredContent)
+	return n + m, ok
+}
+
+// valueBound bounds the JSON encoding of a value decoded from JSON.
+func valueBound(v any) (int64, bool) {
+	switch v := v.(type) {
+	case nil, bool:
+		return 5, true
+	case float64:
+		return 32, true
+	case json.Number:
+		return int64(len(v)), true
+	case string:
+		return 2 + 6*int64(len(v)), true
+	case []any:
+		n := int64(2)
+		for _, e := range v {
+			m, ok := valueBound(e)
+			if !ok {
+				return 0, false
+			}
+			n += m + 1
+		}
+		return n, true
+	case map[string]any:
+		n := int64(2)
+		for k, e := range v {
+			m, ok := valueBound(e)
+			if !ok {
+				return 0, false
+			}
+			n += 2 + 6*int64(len(k)) + 1 + m + 1
+		}
+		return n, true
+	default:
+		return 0, false
+	}
 }

@@ -127,7 +127,7 @@ type testEnv struct {
 
 // startManager starts a manager for servers and closes it at the end of
 // the test, checking that no process of its stdio servers survives.
-func startManager(t *testing.T, servers map[string]ServerConfig, opts Options) *testEnv {
+func startManager(t testing.TB, servers map[string]ServerConfig, opts Options) *testEnv {
 	t.Helper()
 	logs := &logBuffer{}
 	opts.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -185,7 +185,7 @@ func (e *testEnv) status(t *testing.T, name string) ServerStatus {
 	return ServerStatus{}
 }
 
-func (e *testEnv) tool(t *testing.T, name string) registry.Tool {
+func (e *testEnv) tool(t testing.TB, name string) registry.Tool {
 	t.Helper()
 	tool, ok := e.cat.Lookup(name)
 	if !ok {

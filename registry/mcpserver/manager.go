@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -150,6 +151,7 @@ type Manager struct {
 	startOnce sync.Once
 	closeOnce sync.Once
 
+	progressTag string // "orchestra-<manager>-", what every token starts with
 	progressSeq atomic.Uint64
 	progress    sync.Map // progress token (string) -> func(registry.Progress)
 }
@@ -168,6 +170,7 @@ func NewManager(servers map[string]ServerConfig, cat *registry.Catalog, opts Opt
 		ctx:     ctx,
 		cancel:  cancel,
 	}
+	m.progressTag = fmt.Sprintf("orchestra-%p-", m)
 	now := time.Now()
 	for _, name := range slices.Sorted(maps.Keys(servers)) {
 		cfg := servers[name]
@@ -315,7 +318,7 @@ func (m *Manager) onProgress(_ context.Context, req *mcp.ProgressNotificationCli
 
 // newProgressToken returns a token no other call of this process uses.
 func (m *Manager) newProgressToken() string {
-	return fmt.Sprintf("orchestra-%p-%d", m, m.progressSeq.Add(1))
+	return m.progressTag + strconv.FormatUint(m.progressSeq.Add(1), 10)
 }
 
 // sleepCtx waits d or until ctx is done, reporting whether d passed.

@@ -1,0 +1,170 @@
+package orchestrate
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// compactOf runs the request and returns the compact structured content of
+// its result, decoded, with the result.
+func compactOf(t *testing.T, te *testEngine, req string) (map[string]any, *mcp.CallToolResult, *Envelope) {
+	t.Helper()
+	env := te.Run(t.Context(), mustRequest(t, req))
+	res := Result(env)
+	var c map[string]any
+	if err := json.Unmarshal(res.StructuredContent.(json.RawMessage), &c); err != nil {
+		t.Fatal(err)
+	}
+	return c["artifact"].(map[string]any), res, env
+}
+
+// stepIDs returns the ids and statuses of the listed steps, children as
+// "group/child".
+func listed(steps any, prefix string) []string {
+	var out []string
+	for _, s := range steps.([]any) {
+		m := s.(map[string]any)
+		out = append(out, prefix+m["id"].(string)+":"+m["status"].(string))
+		if ch, ok := m["children"]; ok {
+			out = append(out, listed(ch, prefix+m["id"].(string)+"/")...)
+		}
+	}
+	return out
+}
+
+func TestCompactCountsSucceededSteps(t *testing.T) {
+	te := newTestEngine(t, testCatalogs["default"](t), Limits{})
+	cont := `{"id":"bad","tool":"fail","arguments":{"message":"no"},"on_error":"continue"}`
+	for _, tc := range []struct {
+		name   string
+		plan   string
+		status string
+		listed []string       // the steps the compact response lists
+		counts map[string]any // its step_counts; nil: none
+	}{
+		{"every step succeeded, return",
+			`{"steps":[{"id":"a","tool":"echo","arguments":{"x":1}},{"id":"b","tool":"echo","arguments":{"x":2}}],"return":"$b.output"}`,
+			StatusSuccess, nil, map[string]any{"success": 2.0}},
+		{"every step succeeded, answer",
+			`{"steps":[{"id":"r","tool":"research","arguments":{"topic":"go"}}],"answer":"${r.output.title}"}`,
+			StatusSuccess, nil, map[string]any{"success": 1.0}},
+		{"a failure is listed in full",
+			`{"steps":[` + cont + `,{"id":"a","tool":"echo","arguments":{"x":1}}],"return":"$a.output"}`,
+			StatusPartial, []string{"bad:failed"}, map[string]any{"success": 1.0, "failed": 1.0}},
+		{"a group is listed with the children that did not succeed",
+			`{"steps":[{"id":"g","parallel":[` + cont + `,{"id":"ok","tool":"echo","arguments":{}}],"merge":"all_settled"},{"id":"a","tool":"echo","arguments":{}}],"return":"$a.output"}`,
+			StatusPartial, []string{"g:partial", "g/bad:failed"}, map[string]any{"success": 2.0, "failed": 1.0}},
+		{"skipped steps are listed",
+			`{"steps":[{"id":"a","tool":"echo","arguments":{}},{"id":"s","when":"$a.output.nothing","tool":"echo","arguments":{}}],"return":"$a.output"}`,
+			StatusSuccess, []string{"s:skipped"}, map[string]any{"success": 1.0, "skipped": 1.0}},
+		{"without answer or return every step is listed",
+			`{"steps":[{"id":"a","tool":"echo","arguments":{}},{"id":"b","tool":"echo","arguments":{}}]}`,
+			StatusSuccess, []string{"a:success", "b:success"}, nil},
+		{"an answer that did not render lists every step",
+			`{"steps":[` + cont + `,{"id":"a","tool":"echo","arguments":{}}],"answer":"${bad.output.never}"}`,
+			StatusPartial, []string{"bad:failed", "a:success"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			art, res, env := compactOf(t, te, `{"plan":`+tc.plan+`}`)
+			if art["status"] != tc.status {
+				t.Fatalf("status %v, want %s", art["status"], tc.status)
+			}
+			if diff := cmp.Diff(tc.listed, listed(art["steps"], "")); diff != "" {
+				t.Errorf("listed steps (-want +got):\n%s", diff)
+			}
+			counts, _ := art["step_counts"].(map[string]any)
+			if diff := cmp.Diff(tc.counts, counts); diff != "" {
+				t.Errorf("step_counts (-want +got):\n%s", diff)
+			}
+			answered := tc.counts != nil
+			for _, s := range art["steps"].([]any) {
+				step := s.(map[string]any)
+				if _, ok := step["output"]; ok && answered {
+					t.Errorf("step %v brings its output beside the answer or result", step["id"])
+				}
+				if step["status"] == StatusFailed && (step["error"] == nil || step["duration_ms"] == nil) {
+					t.Errorf("failed step %v lost its error or duration: %v", step["id"], step)
+				}
+			}
+			// The record keeps every step.
+			if n := len(env.Artifact.Steps); n < len(art["steps"].([]any)) || env.Artifact.Steps[0].ID == "" {
+				t.Errorf("the envelope has %d steps", n)
+			}
+			full := te.Run(t.Context(), mustRequest(t, `{"plan":`+tc.plan+`,"response":"full"}`))
+			var f map[string]any
+			_ = json.Unmarshal(full.JSON(), &f)
+			if _, ok := f["artifact"].(map[string]any)["step_counts"]; ok || len(full.Artifact.Steps) != len(env.Artifact.Steps) {
+				t.Errorf("the full response counts steps or lists fewer than the plan has")
+			}
+			// The text block is the summary and the answer or result; an
+			// old client also gets the JSON of the structured content.
+			if text := res.Content[0].(*mcp.TextContent).Text; text != env.Text() {
+				t.Errorf("text %q, want %q", text, env.Text())
+			}
+			old := ResultFor(env, "2025-03-26")
+			if len(old.Content) != 2 || old.Content[1].(*mcp.TextContent).Text != string(old.StructuredContent.(json.RawMessage)) {
+				t.Errorf("a 2025-03-26 client gets no JSON block equal to the structured content")
+			}
+		})
+	}
+}
+
+func TestCompactDropsSettledWarnings(t *testing.T) {
+	te := newTestEngine(t, testCatalogs["default"](t), Limits{})
+	// echo declares no output schema: both references are unchecked. The
+	// mustache warning is about what the plan did, not a check left open.
+	plan := `{"steps":[{"id":"a","tool":"echo","arguments":{"v":"{{x}}"}},{"id":"b","tool":"echo","arguments":{"v":"$a.output.v"}}],"return":"$b.output.v"}`
+	art, _, env := compactOf(t, te, `{"plan":`+plan+`}`)
+	var codes, all []string
+	for _, w := range art["warnings"].([]any) {
+		codes = append(codes, w.(map[string]any)["code"].(string))
+	}
+	for _, w := range env.Artifact.Warnings {
+		all = append(all, w.Code+" "+w.Path)
+	}
+	if diff := cmp.Diff([]string{CodeMustache}, codes); diff != "" {
+		t.Errorf("compact warnings (-want +got):\n%s\nall: %v", diff, all)
+	}
+	if len(all) != 3 {
+		t.Errorf("the envelope (the record's) has warnings %v, want the mustache one and two unchecked references", all)
+	}
+
+	// The same references, when the run fails, are what the caller needs.
+	failing := `{"steps":[{"id":"a","tool":"echo","arguments":{}},{"id":"b","tool":"fail","arguments":{"message":"$a.output.v"}}],"return":"$a.output.v"}`
+	art, _, _ = compactOf(t, te, `{"plan":`+failing+`}`)
+	if ws, _ := art["warnings"].([]any); len(ws) != 2 {
+		t.Errorf("after a failed run the compact response keeps %d warnings, want 2: %v", len(ws), ws)
+	}
+}
+
+// BenchmarkCompactResult encodes the compact result of a 12-step run that
+// succeeded, with a return value (the steps are counted) and without (the
+// steps are listed with their outputs):
+//
+//	go test -run '^$' -bench CompactResult ./orchestrate/
+func BenchmarkCompactResult(b *testing.B) {
+	e := NewEngine(Options{Tools: noopCatalog(b)})
+	for _, ret := range []bool{true, false} {
+		req := chainPlan(b, 12)
+		if ret {
+			req.Plan.Return = "$s11.output"
+		}
+		env := e.Run(context.Background(), req)
+		if !env.Artifact.Success {
+			b.Fatalf("status %s", env.Artifact.Status)
+		}
+		b.Run(fmt.Sprintf("return=%v", ret), func(b *testing.B) {
+			b.ReportAllocs()
+			n := 0
+			for b.Loop() {
+				n = len(Result(env).StructuredContent.(json.RawMessage))
+			}
+			b.ReportMetric(float64(n), "bytes")
+		})
+	}
+}

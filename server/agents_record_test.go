@@ -1,0 +1,87 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"testing"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/orchestra-mcp/orchestra/internal/fakeopenai"
+	"github.com/orchestra-mcp/orchestra/orchestrate"
+)
+
+// TestAgentChildRecordMatchesEnvelopeSchema: the record of an agent's run
+// (a child execution, read as orchestra://executions/{id}) holds an
+// envelope whose steps are its model calls, its tool calls (one failed)
+// and a refused call; it matches the published complete envelope schema
+// (schemas/envelope.json), every field of it declared there, and the
+// lean one agent_orchestrate publishes as its outputSchema.
+func TestAgentChildRecordMatchesEnvelopeSchema(t *testing.T) {
+	fake := fakeopenai.New(t, func(ctx context.Context, r *fakeopenai.Request) fakeopenai.Reply {
+		switch len(r.ToolResults()) {
+		case 0:
+			good, bad := fakeopenai.Call("fetch", `{"label": "good"}`), fakeopenai.Call("fetch", `{"label": "bad"}`)
+			good.ToolCalls[0].ID, bad.ToolCalls[0].ID = "c1", "c2"
+			return fakeopenai.Reply{ToolCalls: append(good.ToolCalls, bad.ToolCalls...)}
+		case 2:
+			return fakeopenai.Call("render", `{"template": "x"}`) // not among its tools
+		}
+		return fakeopenai.Text("done")
+	})
+	cs := partialApp(t, fake.URL(), "recorded")
+	_, env := runPlan(t, cs, plan(map[string]any{"id": "r", "agent": "recorded", "prompt": "fetch"}))
+	out := agentOutput(t, env.Artifact.Steps[0])
+	rec := readExecution(t, cs, out.Metadata.ExecID)
+	if rec.ParentExecID != env.Metadata.ExecID || len(rec.Envelope) == 0 {
+		t.Fatalf("the child record: parent %q (want %q), envelope %d bytes", rec.ParentExecID, env.Metadata.ExecID, len(rec.Envelope))
+	}
+	var doc any
+	if err := json.Unmarshal(rec.Envelope, &doc); err != nil {
+		t.Fatal(err)
+	}
+	types := map[string]int{}
+	var child orchestrate.Envelope
+	if err := json.Unmarshal(rec.Envelope, &child); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range child.Artifact.Steps {
+		types[s.Type]++
+	}
+	if types["model"] != 3 || types["tool"] != 3 {
+		t.Errorf("the child's steps by type: %v; want 3 model and 3 tool", types)
+	}
+
+	raw, err := os.ReadFile("../schemas/envelope.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var complete map[string]any
+	if err := json.Unmarshal(raw, &complete); err != nil {
+		t.Fatal(err)
+	}
+	_, tools := listedTools(t)
+	var lean []byte
+	for _, tool := range tools {
+		if tool.Name == orchestrate.ToolName {
+			lean, _ = json.Marshal(tool.OutputSchema)
+		}
+	}
+	for name, data := range map[string][]byte{"schemas/envelope.json": raw, "the published outputSchema": lean} {
+		var s jsonschema.Schema
+		if err := json.Unmarshal(data, &s); err != nil {
+			t.Fatal(err)
+		}
+		rs, err := s.Resolve(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rs.Validate(doc); err != nil {
+			t.Errorf("the child record's envelope does not match %s: %v\n%s", name, err, rec.Envelope)
+		}
+	}
+	for _, p := range undeclared(complete, complete, doc, "") {
+		t.Errorf("the child record's envelope carries %s, which schemas/envelope.json does not declare", p)
+	}
+}
