@@ -66,13 +66,9 @@ func (m *anthropicModel) Name() string { return ProviderAnthropic + ":" + m.cfg.
 
 // Generate implements [Model].
 func (m *anthropicModel) Generate(ctx context.Context, req *Request) (*Response, error) {
-	op := "message with " + m.cfg.Model
-	if err := req.validate(); err != nil {
-		return nil, withOp(err, ProviderAnthropic, op)
-	}
-	params, err := m.params(req)
+	op, params, err := m.request(req)
 	if err != nil {
-		return nil, &Error{Provider: ProviderAnthropic, Op: op, Kind: ErrBadRequest, Err: err}
+		return nil, err
 	}
 	tctx, cancel := context.WithTimeout(ctx, m.cfg.timeout())
 	defer cancel()
@@ -88,6 +84,20 @@ func (m *anthropicModel) Generate(ctx context.Context, req *Request) (*Response,
 		"input_tokens", resp.Usage.InputTokens, "output_tokens", resp.Usage.OutputTokens,
 		"tool_calls", len(resp.ToolCalls), "stop_reason", resp.StopReason)
 	return resp, nil
+}
+
+// request names the call for errors and builds its parameters, or says
+// why req cannot be sent.
+func (m *anthropicModel) request(req *Request) (string, anthropic.MessageNewParams, error) {
+	op := "message with " + m.cfg.Model
+	if err := req.validate(); err != nil {
+		return op, anthropic.MessageNewParams{}, withOp(err, ProviderAnthropic, op)
+	}
+	params, err := m.params(req)
+	if err != nil {
+		return op, params, &Error{Provider: ProviderAnthropic, Op: op, Kind: ErrBadRequest, Err: err}
+	}
+	return op, params, nil
 }
 
 func (m *anthropicModel) params(req *Request) (anthropic.MessageNewParams, error) {

@@ -11,13 +11,9 @@ import (
 
 // GenerateStream implements [StreamModel] with the Messages stream.
 func (m *anthropicModel) GenerateStream(ctx context.Context, req *Request, onDelta func(Delta)) (*Response, error) {
-	op := "message with " + m.cfg.Model
-	if err := req.validate(); err != nil {
-		return nil, withOp(err, ProviderAnthropic, op)
-	}
-	params, err := m.params(req)
+	op, params, err := m.request(req)
 	if err != nil {
-		return nil, &Error{Provider: ProviderAnthropic, Op: op, Kind: ErrBadRequest, Err: err}
+		return nil, err
 	}
 	tctx, cancel := context.WithTimeout(ctx, m.cfg.timeout())
 	defer cancel()

@@ -71,13 +71,9 @@ func (m *openAIModel) Name() string { return ProviderOpenAI + ":" + m.cfg.Model 
 
 // Generate implements [Model].
 func (m *openAIModel) Generate(ctx context.Context, req *Request) (*Response, error) {
-	op := "chat completion with " + m.cfg.Model
-	if err := req.validate(); err != nil {
-		return nil, withOp(err, ProviderOpenAI, op)
-	}
-	params, err := m.params(req)
+	op, params, err := m.request(req)
 	if err != nil {
-		return nil, &Error{Provider: ProviderOpenAI, Op: op, Kind: ErrBadRequest, Err: err}
+		return nil, err
 	}
 	tctx, cancel := context.WithTimeout(ctx, m.cfg.timeout())
 	defer cancel()
@@ -96,6 +92,20 @@ func (m *openAIModel) Generate(ctx context.Context, req *Request) (*Response, er
 		"input_tokens", resp.Usage.InputTokens, "output_tokens", resp.Usage.OutputTokens,
 		"tool_calls", len(resp.ToolCalls), "stop_reason", resp.StopReason)
 	return resp, nil
+}
+
+// request names the call for errors and builds its parameters, or says
+// why req cannot be sent.
+func (m *openAIModel) request(req *Request) (string, openai.ChatCompletionNewParams, error) {
+	op := "chat completion with " + m.cfg.Model
+	if err := req.validate(); err != nil {
+		return op, openai.ChatCompletionNewParams{}, withOp(err, ProviderOpenAI, op)
+	}
+	params, err := m.params(req)
+	if err != nil {
+		return op, params, &Error{Provider: ProviderOpenAI, Op: op, Kind: ErrBadRequest, Err: err}
+	}
+	return op, params, nil
 }
 
 func (m *openAIModel) params(req *Request) (openai.ChatCompletionNewParams, error) {

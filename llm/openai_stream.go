@@ -14,13 +14,9 @@ import (
 // GenerateStream implements [StreamModel] with the Chat Completions
 // stream, asking for the usage in its last chunk.
 func (m *openAIModel) GenerateStream(ctx context.Context, req *Request, onDelta func(Delta)) (*Response, error) {
-	op := "chat completion with " + m.cfg.Model
-	if err := req.validate(); err != nil {
-		return nil, withOp(err, ProviderOpenAI, op)
-	}
-	params, err := m.params(req)
+	op, params, err := m.request(req)
 	if err != nil {
-		return nil, &Error{Provider: ProviderOpenAI, Op: op, Kind: ErrBadRequest, Err: err}
+		return nil, err
 	}
 	params.StreamOptions.IncludeUsage = param.NewOpt(true)
 	tctx, cancel := context.WithTimeout(ctx, m.cfg.timeout())

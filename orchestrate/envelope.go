@@ -171,20 +171,11 @@ type Metadata struct {
 func (e *Envelope) Summary() string {
 	a := e.Artifact
 	var b strings.Builder
+	counts := stepCounts(a.Steps)
 	leaves := 0
-	counts := map[string]int{}
-	var walk func([]*StepRecord)
-	walk = func(rs []*StepRecord) {
-		for _, r := range rs {
-			if r.Type == "parallel" || r.Type == TypeForEach {
-				walk(r.Children)
-				continue
-			}
-			leaves++
-			counts[r.Status]++
-		}
+	for _, n := range counts {
+		leaves += n
 	}
-	walk(a.Steps)
 	switch {
 	case a.DryRun && a.Success:
 		fmt.Fprintf(&b, "Dry run: the plan is valid (%d tool steps); nothing ran.", leaves)

@@ -243,6 +243,12 @@ func (p *Planner) Plan(ctx context.Context, req *orchestrate.Request) (*Result, 
 func (p *Planner) generate(ctx context.Context, info *orchestrate.PlannerInfo, req *llm.Request) (*llm.Response, error) {
 	info.ModelCalls++
 	resp, err := p.opts.Model.Generate(ctx, req)
+	return account(info, resp, err)
+}
+
+// account records in info the outcome of one model call counted in
+// info.ModelCalls, and passes it on.
+func account(info *orchestrate.PlannerInfo, resp *llm.Response, err error) (*llm.Response, error) {
 	if err != nil {
 		if errors.Is(err, llm.ErrInputRequired) {
 			info.ModelCalls-- // the call happens in the client's next round

@@ -63,17 +63,8 @@ func (p *Planner) generatePlan(ctx context.Context, info *orchestrate.PlannerInf
 	}
 	if err != nil {
 		st.Reject("the model's answer failed")
-		if errors.Is(err, llm.ErrInputRequired) {
-			info.ModelCalls--
-		}
-		return nil, err
 	}
-	info.InputTokens += resp.Usage.InputTokens
-	info.OutputTokens += resp.Usage.OutputTokens
-	if resp.Model != "" && info.Model == "" {
-		info.Model = resp.Model
-	}
-	return resp, nil
+	return account(info, resp, err)
 }
 
 // partialPlan decodes the plan written so far: its complete calls, and
