@@ -17,6 +17,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/orchestra-mcp/orchestra/internal/textcut"
 	"github.com/orchestra-mcp/orchestra/llm"
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 	"github.com/orchestra-mcp/orchestra/registry"
@@ -450,7 +451,7 @@ func (a *Agent) callTool(ctx context.Context, child *orchestrate.ChildRun, byNam
 	if rec.Status == orchestrate.StatusPartial {
 		// A partial answer (another agent's) is an answer, and a gap.
 		out, _ := json.Marshal(rec.Output)
-		text := truncate(string(out), maxToolResultBytes)
+		text := textcut.Truncate(string(out), maxToolResultBytes)
 		tl.succeeded(t.Name, text)
 		tl.failed(t.Name, rec.Error)
 		return text
@@ -467,7 +468,7 @@ func (a *Agent) callTool(ctx context.Context, child *orchestrate.ChildRun, byNam
 		tl.succeeded(t.Name, "(the output could not be encoded)")
 		return "(the output could not be encoded)"
 	}
-	text := truncate(string(out), maxToolResultBytes)
+	text := textcut.Truncate(string(out), maxToolResultBytes)
 	tl.succeeded(t.Name, text)
 	return text
 }
@@ -603,15 +604,4 @@ func parameters(s *jsonschema.Schema) map[string]any {
 		return map[string]any{"type": "object"}
 	}
 	return m
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && s[cut]&0xC0 == 0x80 {
-		cut--
-	}
-	return s[:cut] + "... (truncated)"
 }

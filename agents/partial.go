@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/orchestra-mcp/orchestra/internal/textcut"
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 )
 
@@ -98,7 +99,7 @@ func (t *tally) summary(agent, code string) string {
 	for _, r := range t.results {
 		b.WriteString("\n\n" + r.tool + ": " + r.text)
 	}
-	return truncate(b.String(), maxSummaryBytes)
+	return textcut.Truncate(b.String(), maxSummaryBytes)
 }
 
 func firstLine(s string) string {
@@ -106,5 +107,5 @@ func firstLine(s string) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		s = s[:i]
 	}
-	return truncate(s, 300)
+	return textcut.Truncate(s, 300)
 }

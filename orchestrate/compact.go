@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/orchestra-mcp/orchestra/internal/textcut"
 )
 
 // Responses: what a caller gets back of the envelope. The execution
@@ -192,10 +193,7 @@ func (e *Envelope) Text() string {
 			data, _ := json.Marshal(last.Output)
 			b.WriteString("\n\nOutput of " + last.ID + ": ")
 			if len(data) > maxTextOutput {
-				cut := maxTextOutput
-				for cut > 0 && data[cut]&0xC0 == 0x80 {
-					cut--
-				}
+				cut := textcut.Index(data, maxTextOutput)
 				data = append(data[:cut:cut], "… (truncated; \"response\": \"full\" has it all)"...)
 			}
 			b.Write(data)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/orchestra-mcp/orchestra/internal/textcut"
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 )
 
@@ -31,7 +32,7 @@ func contextText(c *orchestrate.CallerContext, budget int) string {
 	used := 0
 	add := func(s string) {
 		if used+len(s) > limit {
-			s = truncate(s, max(0, limit-used))
+			s = textcut.Truncate(s, max(0, limit-used))
 		}
 		used += len(s)
 		parts = append(parts, s)

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/orchestra-mcp/orchestra/internal/textcut"
 	"github.com/orchestra-mcp/orchestra/llm"
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 	"github.com/orchestra-mcp/orchestra/toolcontext"
@@ -73,7 +74,7 @@ func LessonsOf(env *orchestrate.Envelope) []Lesson {
 				args := compactJSON(r.Arguments, 120)
 				out = append(out, Lesson{Tool: r.Tool, Kind: LessonToolError,
 					Key:  LessonToolError + ":" + errorKey(r.Error.Message),
-					Text: truncate(fmt.Sprintf("failed with %q when called with %s", truncate(oneLine(r.Error.Message), 160), args), maxLessonText)})
+					Text: textcut.Truncate(fmt.Sprintf("failed with %q when called with %s", textcut.Truncate(oneLine(r.Error.Message), 160), args), maxLessonText)})
 			case orchestrate.CodeTimeout, orchestrate.CodeDeadlineExceeded:
 				out = append(out, Lesson{Tool: r.Tool, Kind: LessonTimeout, Key: LessonTimeout,
 					Text: fmt.Sprintf("timed out after %d ms (%d attempts); give it a larger timeout_ms, or a retry", r.DurationMS, max(r.Attempts, 1))})
@@ -116,7 +117,7 @@ func repairLessons(bad, good *orchestrate.Plan, issues []*orchestrate.Issue) []L
 				text += " (" + fix + ")"
 			}
 		}
-		out = append(out, Lesson{Tool: before.Tool, Kind: LessonRepair, Key: key, Text: truncate(text, maxLessonText)})
+		out = append(out, Lesson{Tool: before.Tool, Kind: LessonRepair, Key: key, Text: textcut.Truncate(text, maxLessonText)})
 	}
 	return out
 }
@@ -196,7 +197,7 @@ func (p *Planner) reflect(ctx context.Context, goal string, env *orchestrate.Env
 			walk(r.Children)
 			if r.Tool != "" && r.Error != nil && r.Error.Code != orchestrate.CodeHalted && r.Error.Code != orchestrate.CodeDependencyFailed {
 				tools = append(tools, r.Tool)
-				failures = append(failures, fmt.Sprintf("%s %s: %s", r.Tool, compactJSON(r.Arguments, 200), truncate(oneLine(r.Error.Message), 300)))
+				failures = append(failures, fmt.Sprintf("%s %s: %s", r.Tool, compactJSON(r.Arguments, 200), textcut.Truncate(oneLine(r.Error.Message), 300)))
 			}
 		}
 	}
@@ -218,7 +219,7 @@ func (p *Planner) reflect(ctx context.Context, goal string, env *orchestrate.Env
 		p.log.DebugContext(ctx, "reflection failed", "error", err)
 		return
 	}
-	sentence := truncate(oneLine(resp.Text), maxLessonText)
+	sentence := textcut.Truncate(oneLine(resp.Text), maxLessonText)
 	if sentence == "" {
 		return
 	}
@@ -256,5 +257,5 @@ func compactJSON(v any, n int) string {
 	if err != nil {
 		return "(not JSON)"
 	}
-	return truncate(string(data), n)
+	return textcut.Truncate(string(data), n)
 }

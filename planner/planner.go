@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/orchestra-mcp/orchestra/internal/textcut"
 	"github.com/orchestra-mcp/orchestra/llm"
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 	"github.com/orchestra-mcp/orchestra/toolcontext"
@@ -200,7 +201,7 @@ func (p *Planner) Plan(ctx context.Context, req *orchestrate.Request) (*Result, 
 			return res, timeoutError(ctx, err)
 		}
 		answer, call := planningAnswer(resp)
-		res.Info.LastAnswer = truncate(answer, maxLastAnswer)
+		res.Info.LastAnswer = textcut.Truncate(answer, maxLastAnswer)
 		plan, issues := p.decode(tool, call, resp.Text)
 		if plan != nil {
 			res.Plan = plan
@@ -319,14 +320,3 @@ type deadlineError struct{ err error }
 func (e *deadlineError) Error() string        { return e.err.Error() }
 func (e *deadlineError) Unwrap() error        { return e.err }
 func (e *deadlineError) Is(target error) bool { return target == context.DeadlineExceeded }
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && s[cut]&0xC0 == 0x80 {
-		cut--
-	}
-	return s[:cut] + "... (truncated)"
-}

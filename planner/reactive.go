@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/orchestra-mcp/orchestra/internal/textcut"
 	"github.com/orchestra-mcp/orchestra/llm"
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 	"github.com/orchestra-mcp/orchestra/toolcontext"
@@ -53,7 +54,7 @@ func (p *Planner) reactive(ctx context.Context, req *orchestrate.Request, res *R
 		},
 	}
 	out := loop.Run(ctx, []llm.Message{{Role: llm.RoleUser, Content: userMessage(req.Prompt, req.Bindings) +
-		"\n\n(Planning failed: " + truncate(perr.Error(), 500) + ")"}})
+		"\n\n(Planning failed: " + textcut.Truncate(perr.Error(), 500) + ")"}})
 	answer, finished := out.Answer, out.Err == nil
 	var loopErr *orchestrate.Error
 	if e := out.Err; e != nil {
@@ -66,7 +67,7 @@ func (p *Planner) reactive(ctx context.Context, req *orchestrate.Request, res *R
 
 	env := *failed
 	a := &orchestrate.Artifact{
-		Plan:             &orchestrate.Plan{Type: "tool_calls", Schedule: orchestrate.ScheduleSequential, Reasoning: "reactive fallback: " + truncate(perr.Error(), 500), Steps: []*orchestrate.Step{}},
+		Plan:             &orchestrate.Plan{Type: "tool_calls", Schedule: orchestrate.ScheduleSequential, Reasoning: "reactive fallback: " + textcut.Truncate(perr.Error(), 500), Steps: []*orchestrate.Step{}},
 		Steps:            []*orchestrate.StepRecord{},
 		Bindings:         map[string]any{},
 		Errors:           []*orchestrate.Error{},
@@ -132,5 +133,5 @@ func (p *Planner) callTool(ctx context.Context, req *orchestrate.Request, tool *
 	if err != nil {
 		return rec, "(the output could not be encoded)"
 	}
-	return rec, truncate(string(out), maxToolResultBytes)
+	return rec, textcut.Truncate(string(out), maxToolResultBytes)
 }

@@ -3,6 +3,7 @@ package planner
 import (
 	"encoding/json"
 
+	"github.com/orchestra-mcp/orchestra/internal/textcut"
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 )
 
@@ -23,7 +24,7 @@ func respondRecord(env *orchestrate.Envelope) map[string]any {
 			continue
 		}
 		if len(data) > maxRespondOutput {
-			outputs[id] = truncate(string(data), maxRespondOutput)
+			outputs[id] = textcut.Truncate(string(data), maxRespondOutput)
 			continue
 		}
 		outputs[id] = json.RawMessage(data)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/orchestra-mcp/orchestra/internal/textcut"
 	"github.com/orchestra-mcp/orchestra/llm"
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 	"github.com/orchestra-mcp/orchestra/toolcontext"
@@ -126,7 +127,7 @@ func (p *Planner) respond(ctx context.Context, prompt string, cc *orchestrate.Ca
 	if err != nil {
 		return "", fmt.Errorf("encoding the results: %w", err)
 	}
-	text := truncate(string(data), maxRespondBytes)
+	text := textcut.Truncate(string(data), maxRespondBytes)
 	resp, err := p.generate(ctx, a.Planner, &llm.Request{
 		System:   respondSystem,
 		Messages: []llm.Message{{Role: llm.RoleUser, Content: "Goal:\n" + strings.TrimSpace(prompt) + p.contextPart(cc) + "\n\nWhat ran:\n" + text}},

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/orchestra-mcp/orchestra/internal/rank"
+	"github.com/orchestra-mcp/orchestra/internal/textcut"
 	"github.com/orchestra-mcp/orchestra/registry"
 )
 
@@ -108,7 +109,7 @@ func toolBlock(t registry.Tool) string {
 	if desc == "" {
 		desc = "(no description)"
 	}
-	b.WriteString(truncate(desc, maxToolDescription))
+	b.WriteString(textcut.Truncate(desc, maxToolDescription))
 	if t.OutputSchema == nil {
 		b.WriteString("\nOutput: not described; {\"text\": \"...\"} when the tool returns only text.")
 		return b.String()
