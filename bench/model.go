@@ -410,16 +410,22 @@ func nestfulDir(c *options) string {
 	return filepath.Join(root, "..", "shared", "datasets", "nestful")
 }
 
-// modelRoundTrips compares ReAct with orchestra's prompt path on the
-// NESTFUL sequences.
-func modelRoundTrips(ctx context.Context, c *options, r *report) error {
+// loadNestful loads the NESTFUL dataset, or says in the report that the
+// section is skipped without it (nil, nil).
+func loadNestful(c *options, r *report) (*nestful.Dataset, error) {
 	dir := nestfulDir(c)
 	if _, err := os.Stat(filepath.Join(dir, "executable-data.json")); err != nil {
 		fmt.Fprintf(r.w, "skipped: the NESTFUL dataset is not at %q (set -nestful)\n", dir)
-		return nil
+		return nil, nil
 	}
-	ds, err := nestful.Load(dir)
-	if err != nil {
+	return nestful.Load(dir)
+}
+
+// modelRoundTrips compares ReAct with orchestra's prompt path on the
+// NESTFUL sequences.
+func modelRoundTrips(ctx context.Context, c *options, r *report) error {
+	ds, err := loadNestful(c, r)
+	if ds == nil {
 		return err
 	}
 	byName := map[string]registry.Tool{}

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"maps"
-	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -235,13 +233,8 @@ func planTask(ctx context.Context, s nestful.Sample, tools []registry.Tool, byNa
 
 // repairQuality runs the repair section.
 func repairQuality(ctx context.Context, c *options, r *report) error {
-	dir := nestfulDir(c)
-	if _, err := os.Stat(filepath.Join(dir, "executable-data.json")); err != nil {
-		fmt.Fprintf(r.w, "skipped: the NESTFUL dataset is not at %q (set -nestful)\n", dir)
-		return nil
-	}
-	ds, err := nestful.Load(dir)
-	if err != nil {
+	ds, err := loadNestful(c, r)
+	if ds == nil {
 		return err
 	}
 	byName := map[string]registry.Tool{}
