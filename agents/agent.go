@@ -590,12 +590,13 @@ func (a *Agent) parseOutput(text string) (any, error) {
 	return v, nil
 }
 
-// parameters returns a tool's input schema as the model's tool parameters.
+// parameters returns a tool's input schema as the model's tool parameters:
+// in the form the model APIs accept (schemas.PortableInput).
 func parameters(s *jsonschema.Schema) map[string]any {
 	if s == nil {
 		return map[string]any{"type": "object"}
 	}
-	data, err := json.Marshal(s)
+	data, err := schemas.PortableInput(s)
 	if err != nil {
 		return map[string]any{"type": "object"}
 	}

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/orchestra-mcp/orchestra/fsm"
+	"github.com/orchestra-mcp/orchestra/internal/plural"
 	"github.com/orchestra-mcp/orchestra/toolcontext"
 )
 
@@ -182,7 +183,7 @@ func (r *run) run(ctx context.Context, planner PlanFunc) (env *Envelope) {
 			return r.notRun()
 		}
 		if !r.validate() {
-			r.errors = append(r.errors, &Error{Code: CodeValidation, Message: fmt.Sprintf("the plan has %d validation errors; nothing ran", len(r.valid.Errors))})
+			r.errors = append(r.errors, &Error{Code: CodeValidation, Message: fmt.Sprintf("the plan has %s; nothing ran", plural.Count(len(r.valid.Errors), "validation error"))})
 			return r.notRun()
 		}
 		r.fire(r.startEvent())

@@ -24,7 +24,7 @@ func MCPTool(unlisted []registry.Tool) *mcp.Tool {
 		Name:         ToolName,
 		Title:        "Run a multi-step tool plan",
 		Description:  Describe(unlisted),
-		InputSchema:  schemas.PortableOr(schemas.OrchestrateInput()),
+		InputSchema:  schemas.PortableInputOr(schemas.OrchestrateInput()),
 		OutputSchema: schemas.PortableOr(schemas.EnvelopeLean()),
 		Annotations: &mcp.ToolAnnotations{
 			DestructiveHint: boolPtr(true),
@@ -35,14 +35,14 @@ func MCPTool(unlisted []registry.Tool) *mcp.Tool {
 
 func boolPtr(b bool) *bool { return &b }
 
-const howTo = `Runs a multi-step tool plan in ONE call instead of calling tools one by one. It is checked against the tools' schemas first: on any problem nothing runs, and all are reported.
+const howTo = `Runs a multi-step tool plan in ONE call instead of calling tools one by one. Send one of "plan", "prompt" (a goal to plan) or "resume". The plan is checked against the tools' schemas first: on any problem nothing runs, and all are reported.
 
 Steps run in order; {"parallel": [steps]} runs a group at once; "schedule": "dag" starts each step when its inputs are ready. Templates in argument strings:
 - "$0.output.f" (step 0's output, type kept), "$id.output.items[0].url" (by step id), "$bindings.name"
 - "text ${id.output.title} text" interpolates.
 A step's output is the tool's structured output, else {"text": "..."}.
 
-A plan's "answer" (text with ${...}) or "return" (a template value) comes back as artifact.answer or artifact.result, without step outputs; "response": "full" returns all.
+A plan's "answer" (text with ${...}) or "return" (a template value) comes back as artifact.answer or .result, without step outputs ("response": "full" returns all).
 
 ` + exampleBuiltins + `
 

@@ -361,7 +361,7 @@ func (a *App) expose(t registry.Tool) bool {
 func mcpTool(t registry.Tool) *mcp.Tool {
 	mt := &mcp.Tool{Name: t.Name, Title: t.Title, Description: t.Description, Annotations: t.Annotations}
 	if t.InputSchema != nil {
-		mt.InputSchema = schemas.PortableOr(t.InputSchema)
+		mt.InputSchema = schemas.PortableInputOr(t.InputSchema)
 	} else {
 		mt.InputSchema = map[string]any{"type": "object"}
 	}

@@ -309,6 +309,28 @@ func newServer(stderr io.Writer) *mcp.Server {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "called anyway"}}}, nil
 	})
 
+	// one_of's input schema is valid JSON Schema and valid MCP, in a shape
+	// the model APIs refuse: a top-level oneOf whose branches declare
+	// properties, an array without items, a bare true sub-schema.
+	s.AddTool(&mcp.Tool{
+		Name:        "one_of",
+		Description: "Takes either a or b, and ids.",
+		InputSchema: map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"ids": map[string]any{"type": "array"},
+				"any": true,
+				"a":   map[string]any{"type": "string", "description": "the top's own a"},
+			},
+			"oneOf": []any{
+				map[string]any{"properties": map[string]any{"a": map[string]any{}}, "required": []any{"a"}},
+				map[string]any{"properties": map[string]any{"b": map[string]any{"type": "integer"}}, "required": []any{"b"}},
+			},
+		},
+	}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(req.Params.Arguments)}}}, nil
+	})
+
 	// "dotted.name" is a valid MCP tool name that model APIs reject.
 	s.AddTool(&mcp.Tool{
 		Name:        "dotted.name",
