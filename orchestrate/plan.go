@@ -258,6 +258,9 @@ const (
 	// Warnings.
 	CodeUncheckedRef  = "unchecked_reference"
 	CodeNotATemplate  = "not_a_template"
+	// CodeBareReference: a reference inside longer text is written
+	// without the ${...} it needs there.
+	CodeBareReference = "bare_reference"
 	CodeSchemaProblem = "schema_unusable"
 	CodeMustache      = "mustache_placeholder"
 	CodeConditional   = "conditional_reference"

@@ -204,6 +204,11 @@ func (v *validator) step(s *Step) {
 			if name, ok := mustachePlaceholder(val); ok {
 				v.argWarning(s, path, CodeMustache, "%q looks like a Mustache placeholder, which nothing fills: it is passed as plain text. In render's Go templates write {{.%s}} with values: {%q: ...}; to insert a binding or a step's output write ${bindings.%s} or ${<step>.output.<field>}", val, name, name, name)
 			}
+			if ref, msg, ok := v.bareReference(val); ok {
+				v.argIssue(s, path, CodeBareReference, "%s", msg).Template = ref
+				hasTemplates = true
+				return
+			}
 			if !mayBeTemplate(val) {
 				return
 			}
@@ -262,6 +267,17 @@ func appendSeg(path []Seg, s Seg) []Seg {
 	out := make([]Seg, len(path), len(path)+1)
 	copy(out, path)
 	return append(out, s)
+}
+
+// bareReference finds a reference written inside longer text without the
+// ${...} it needs there (see bareReference) and returns it with the
+// error's message.
+func (v *validator) bareReference(val string) (ref, msg string, ok bool) {
+	ref, ok = bareReference(val, v.tmpl.vars, v.knownName)
+	if !ok {
+		return "", "", false
+	}
+	return ref, fmt.Sprintf("%s is inside longer text, where a reference must be written ${...}: write ${%s}; as it is, it would be passed on as plain text", ref, ref[1:]), true
 }
 
 func (v *validator) knownName(name string) bool {
