@@ -38,9 +38,6 @@ type HTTPOptions struct {
 // server, while older clients get sessions.
 func (a *App) HTTPHandler(opts HTTPOptions) http.Handler {
 	cfg := a.Config.Server
-	if opts.Stateless {
-		a.logLevels.stateless.Store(true)
-	}
 	var idle time.Duration
 	if cfg.SessionTimeout != nil {
 		idle = *cfg.SessionTimeout
