@@ -4,12 +4,19 @@ package llm
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/anthropics/anthropic-sdk-go"
+	"github.com/anthropics/anthropic-sdk-go/option"
 )
 
-// GenerateStream implements [StreamModel] with the Messages stream.
+// GenerateStream implements [StreamModel] with the Messages stream. A
+// server that answers with one JSON body instead (it does not stream) has
+// answered all the same: the answer is taken from the body and handed to
+// onDelta whole.
 func (m *anthropicModel) GenerateStream(ctx context.Context, req *Request, onDelta func(Delta)) (*Response, error) {
 	op, params, err := m.request(req)
 	if err != nil {
@@ -18,7 +25,10 @@ func (m *anthropicModel) GenerateStream(ctx context.Context, req *Request, onDel
 	tctx, cancel := context.WithTimeout(ctx, m.cfg.timeout())
 	defer cancel()
 	start := time.Now()
-	stream := m.svc.NewStreaming(tctx, params)
+	var whole jsonAnswer
+	stream := m.svc.NewStreaming(tctx, params, option.WithMiddleware(func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+		return whole.catch(next(r))
+	}))
 	defer stream.Close()
 	var msg anthropic.Message
 	calls := map[int64]int{} // content block index → Delta.Call
@@ -53,10 +63,18 @@ func (m *anthropicModel) GenerateStream(ctx context.Context, req *Request, onDel
 		return nil, e
 	}
 	if events == 0 {
-		return nil, &Error{Provider: ProviderAnthropic, Op: op, Kind: ErrBadResponse, Err: errNoEvents}
+		if whole.body == nil {
+			return nil, &Error{Provider: ProviderAnthropic, Op: op, Kind: ErrBadResponse, Err: errNoEvents}
+		}
+		if err := json.Unmarshal(whole.body, &msg); err != nil || msg.Type != "message" {
+			return nil, &Error{Provider: ProviderAnthropic, Op: op, Kind: ErrBadResponse, Err: fmt.Errorf("the server answered the streaming request with a JSON body that is no message: %.200s", whole.body)}
+		}
 	}
 	resp := anthropicResponse(&msg)
-	m.log.DebugContext(ctx, "model call", "model", m.Name(), "duration", time.Since(start), "streamed", true,
+	if events == 0 {
+		replay(resp, onDelta)
+	}
+	m.log.DebugContext(ctx, "model call", "model", m.Name(), "duration", time.Since(start), "streamed", events > 0,
 		"input_tokens", resp.Usage.InputTokens, "output_tokens", resp.Usage.OutputTokens,
 		"tool_calls", len(resp.ToolCalls), "stop_reason", resp.StopReason)
 	return resp, nil

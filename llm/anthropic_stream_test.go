@@ -88,5 +88,7 @@ func TestAnthropicStreamMatchesGenerate(t *testing.T) {
 }
 
 func TestAnthropicStreamAnsweredWithoutEvents(t *testing.T) {
-	testAnsweredWithoutEvents(t, llm.Config{Provider: "anthropic"}, anthropicAnswer)
+	testAnsweredWithoutEvents(t, llm.Config{Provider: "anthropic"}, `{"id":"msg_1","type":"message","role":"assistant","model":"claude-test-1",`+
+		`"content":[{"type":"text","text":"Planning."},{"type":"tool_use","id":"toolu_1","name":"__planning__","input":{"type":"tool_calls","calls":[]}}],`+
+		`"stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":10,"output_tokens":2}}`)
 }

@@ -4,15 +4,21 @@ package llm
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/param"
 )
 
 // GenerateStream implements [StreamModel] with the Chat Completions
-// stream, asking for the usage in its last chunk.
+// stream, asking for the usage in its last chunk. A server that answers
+// with one JSON body instead (it does not stream) has answered all the
+// same: the answer is taken from the body and handed to onDelta whole.
 func (m *openAIModel) GenerateStream(ctx context.Context, req *Request, onDelta func(Delta)) (*Response, error) {
 	op, params, err := m.request(req)
 	if err != nil {
@@ -22,7 +28,10 @@ func (m *openAIModel) GenerateStream(ctx context.Context, req *Request, onDelta 
 	tctx, cancel := context.WithTimeout(ctx, m.cfg.timeout())
 	defer cancel()
 	start := time.Now()
-	stream := m.svc.NewStreaming(tctx, params)
+	var whole jsonAnswer
+	stream := m.svc.NewStreaming(tctx, params, option.WithMiddleware(func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+		return whole.catch(next(r))
+	}))
 	defer stream.Close()
 	var acc openai.ChatCompletionAccumulator
 	calls := map[int64]int{} // the stream's tool call index → Delta.Call
@@ -57,14 +66,24 @@ func (m *openAIModel) GenerateStream(ctx context.Context, req *Request, onDelta 
 		m.log.DebugContext(ctx, "model call failed", "model", m.Name(), "duration", time.Since(start), "error", e)
 		return nil, e
 	}
+	cc := &acc.ChatCompletion
 	if chunks == 0 {
-		return nil, &Error{Provider: ProviderOpenAI, Op: op, Kind: ErrBadResponse, Err: errNoEvents}
+		if whole.body == nil {
+			return nil, &Error{Provider: ProviderOpenAI, Op: op, Kind: ErrBadResponse, Err: errNoEvents}
+		}
+		cc = &openai.ChatCompletion{}
+		if err := json.Unmarshal(whole.body, cc); err != nil {
+			return nil, &Error{Provider: ProviderOpenAI, Op: op, Kind: ErrBadResponse, Err: fmt.Errorf("the server answered the streaming request with a JSON body that is no chat completion: %w", err)}
+		}
 	}
-	resp, err := openAIResponse(&acc.ChatCompletion)
+	resp, err := openAIResponse(cc)
 	if err != nil {
 		return nil, &Error{Provider: ProviderOpenAI, Op: op, Kind: ErrBadResponse, Err: err}
 	}
-	m.log.DebugContext(ctx, "model call", "model", m.Name(), "duration", time.Since(start), "streamed", true,
+	if chunks == 0 {
+		replay(resp, onDelta)
+	}
+	m.log.DebugContext(ctx, "model call", "model", m.Name(), "duration", time.Since(start), "streamed", chunks > 0,
 		"input_tokens", resp.Usage.InputTokens, "output_tokens", resp.Usage.OutputTokens,
 		"tool_calls", len(resp.ToolCalls), "stop_reason", resp.StopReason)
 	return resp, nil

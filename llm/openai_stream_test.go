@@ -56,5 +56,7 @@ func TestOpenAIStreamMatchesGenerate(t *testing.T) {
 
 func TestOpenAIStreamAnsweredWithoutEvents(t *testing.T) {
 	testAnsweredWithoutEvents(t, llm.Config{Provider: "openai", BaseURL: "/v1"},
-		`{"id":"c","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"hi"}}]}`)
+		`{"id":"c","object":"chat.completion","created":1,"model":"m","usage":{"prompt_tokens":12,"completion_tokens":5,"total_tokens":17},`+
+			`"choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":"hi","tool_calls":[`+
+			`{"id":"call_1","type":"function","function":{"name":"__planning__","arguments":"{\"type\":\"tool_calls\",\"calls\":[]}"}}]}}]}`)
 }
