@@ -62,7 +62,7 @@ func (p *pauses) Load(ctx context.Context, execID string) (*orchestrate.Checkpoi
 		if s.Tool == "" { // a group: merged again from its children
 			continue
 		}
-		rec := &orchestrate.StepRecord{ID: s.StepID, Index: s.Index, Path: s.Path, Type: "tool", Tool: s.Tool, Status: s.Status, Attempts: s.Attempts, DurationMS: s.DurationMS}
+		rec := &orchestrate.StepRecord{ID: s.StepID, ExecID: s.StepExecID, Index: s.Index, Path: s.Path, Type: "tool", Tool: s.Tool, Status: s.Status, Attempts: s.Attempts, DurationMS: s.DurationMS}
 		if !s.StartedAt.IsZero() {
 			at := s.StartedAt
 			rec.StartedAt = &at

@@ -141,7 +141,7 @@ func (rc *recorder) warn(what string, info *orchestrate.RunInfo, err error) {
 
 func stepRecord(execID string, rec *orchestrate.StepRecord) store.StepRecord {
 	st := store.StepRecord{
-		ExecID: execID, StepID: rec.ID, Index: rec.Index, Path: rec.Path, Tool: rec.Tool,
+		ExecID: execID, StepID: rec.ID, StepExecID: rec.ExecID, Index: rec.Index, Path: rec.Path, Tool: rec.Tool,
 		Status: rec.Status, DurationMS: rec.DurationMS, Attempts: rec.Attempts,
 	}
 	if rec.StartedAt != nil {

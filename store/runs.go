@@ -93,7 +93,7 @@ func (s *Store) GetIn(ctx context.Context, scope Scope, execID string) (*Run, []
 	r.Plan = rawJSON(plan)
 	r.Envelope = rawJSON(envelope)
 
-	rows, err := tx.QueryContext(ctx, `SELECT step_id, idx, path, tool, status, started_at, duration_ms, attempts, output, error
+	rows, err := tx.QueryContext(ctx, `SELECT step_id, idx, path, tool, status, started_at, duration_ms, attempts, output, error, step_exec_id
 		FROM steps WHERE exec_id = ? ORDER BY idx, path, step_id`, execID)
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading steps of run %s: %w", execID, err)
@@ -105,7 +105,7 @@ func (s *Store) GetIn(ctx context.Context, scope Scope, execID string) (*Run, []
 		var started sql.NullInt64
 		var output, stepErr sql.NullString
 		if err := rows.Scan(&st.StepID, &st.Index, &st.Path, &st.Tool, &st.Status, &started,
-			&st.DurationMS, &st.Attempts, &output, &stepErr); err != nil {
+			&st.DurationMS, &st.Attempts, &output, &stepErr, &st.StepExecID); err != nil {
 			return nil, nil, fmt.Errorf("reading steps of run %s: %w", execID, err)
 		}
 		st.StartedAt = fromNull(started)

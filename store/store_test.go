@@ -97,7 +97,7 @@ func TestRoundTrip(t *testing.T) {
 			t.Errorf("steps = %v, want none", steps)
 		}
 
-		a := StepRecord{ExecID: "exec-1", StepID: "a", Index: 0, Tool: "echo", Status: "running", StartedAt: start}
+		a := StepRecord{ExecID: "exec-1", StepID: "a", StepExecID: "step-exec-a", Index: 0, Tool: "echo", Status: "running", StartedAt: start}
 		if err := s.RecordStep(ctx, a); err != nil {
 			t.Fatal(err)
 		}

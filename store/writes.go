@@ -165,12 +165,13 @@ const (
 		 user_id, tenant, lease_until, parent_exec_id)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	upsertStepSQL = `INSERT INTO steps
-		(exec_id, step_id, idx, path, tool, status, started_at, duration_ms, attempts, output, error)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		(exec_id, step_id, idx, path, tool, status, started_at, duration_ms, attempts, output, error, step_exec_id)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (exec_id, step_id) DO UPDATE SET
 			idx = excluded.idx, path = excluded.path, tool = excluded.tool, status = excluded.status,
 			started_at = excluded.started_at, duration_ms = excluded.duration_ms,
-			attempts = excluded.attempts, output = excluded.output, error = excluded.error`
+			attempts = excluded.attempts, output = excluded.output, error = excluded.error,
+			step_exec_id = excluded.step_exec_id`
 	finishRunSQL = `UPDATE runs SET
 		status = ?, envelope = ?, finished_at = ?, error = ?,
 		duration_ms = max(0, (? - started_at) / 1000000)
@@ -316,7 +317,7 @@ func (w *recordStepWrite) encode() error {
 func (w *recordStepWrite) apply(ctx context.Context, tx *sql.Tx, stmts *statements) error {
 	st := w.st
 	args := []any{st.ExecID, st.StepID, st.Index, st.Path, st.Tool, st.Status, nullTime(st.StartedAt),
-		st.DurationMS, st.Attempts, w.output, w.stepErr}
+		st.DurationMS, st.Attempts, w.output, w.stepErr, st.StepExecID}
 	if stmts.fence != "" {
 		args = append(args, st.ExecID, stmts.fence)
 	}

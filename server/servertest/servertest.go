@@ -368,6 +368,7 @@ type Envelope struct {
 // Step is a step record of the envelope.
 type Step struct {
 	ID       string  `json:"id"`
+	ExecID   string  `json:"exec_id"`
 	Status   string  `json:"status"`
 	Output   any     `json:"output"`
 	Error    *Error  `json:"error"`
