@@ -19,7 +19,7 @@ import (
 // [Engine.StartChild]; end it with Finish.
 type ChildRun struct {
 	r     *run
-	quiet *Engine // runs each tool call as a one-step plan, without hooks
+	quiet *Engine // runs each tool call as a one-step plan, without hooks or a record
 	mu    sync.Mutex
 	plan  *Plan
 	steps []*StepRecord
@@ -35,7 +35,9 @@ func (e *Engine) StartChild(ctx context.Context, source string) (*ChildRun, cont
 	r := e.With(RunOptions{Source: source}).newRun(ctx, &Request{Plan: plan})
 	r.plan = plan
 	quiet := *e
-	quiet.hooks = noHooks
+	// A call is a step of the child run: its one-step plan has no record
+	// of its own, so no request of it is kept to resume.
+	quiet.hooks, quiet.pauses = noHooks, &memoryPauses{}
 	c := &ChildRun{r: r, quiet: &quiet, plan: plan}
 	callHook(r, "RunStarted", r.hooks.RunStarted, RunStartedInfo{Run: r.info, At: r.started})
 	return c, toolcontext.WithExecID(ctx, r.execID)
@@ -99,6 +101,8 @@ func (c *ChildRun) Finish(status, answer string, errs ...*Error) *Envelope {
 		Status: status, Success: status == StatusSuccess, Response: answer, Plan: c.plan,
 		Steps: append([]*StepRecord{}, c.steps...), Bindings: map[string]any{}, Errors: []*Error{}, ValidationErrors: []*Issue{},
 	}
+	// The run made its steps as it went: it ends with as many as it holds.
+	r.info.Leaves = len(c.steps)
 	c.mu.Unlock()
 	for _, rec := range a.Steps {
 		if rec.Error != nil {

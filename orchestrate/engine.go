@@ -80,7 +80,7 @@ type RunInfo struct {
 	ExecID    string
 	IDs       toolcontext.IDs
 	Depth     int
-	Leaves    int   // tool steps in the plan; known from PlanReady on the prompt path
+	Leaves    int   // tool steps in the plan; known from PlanReady on the prompt path, and a child run's (its steps) at its end
 	Plan      *Plan // the plan; known from PlanReady on the prompt path
 	StartedAt time.Time
 	// Source says what started the run; see RunOptions.Source.

@@ -254,13 +254,13 @@ const (
 	CodeNotAnArray       = "not_an_array"
 	CodeInsideLoop       = "inside_loop"
 	CodeLimitExceeded    = "limit_exceeded"
+	// CodeBareReference: a reference inside longer text is written
+	// without the ${...} it needs there.
+	CodeBareReference = "bare_reference"
 
 	// Warnings.
 	CodeUncheckedRef  = "unchecked_reference"
 	CodeNotATemplate  = "not_a_template"
-	// CodeBareReference: a reference inside longer text is written
-	// without the ${...} it needs there.
-	CodeBareReference = "bare_reference"
 	CodeSchemaProblem = "schema_unusable"
 	CodeMustache      = "mustache_placeholder"
 	CodeConditional   = "conditional_reference"

@@ -112,8 +112,10 @@ func (rc *recorder) runFinished(i orchestrate.RunFinishedInfo) {
 		}
 	}
 	// The envelope is encoded here too: the CLI's ask adds the model's answer
-	// to it after the run, and the record keeps the run's own.
-	if err := rc.st.QueueFinishRun(ctx, i.Run.ExecID, status, marshal(env), time.Time{}); err != nil {
+	// to it after the run, and the record keeps the run's own. The step
+	// count is the run's at its end: a prompt's plan and an agent's loop
+	// have none yet when they start.
+	if err := rc.st.QueueFinishRun(ctx, i.Run.ExecID, status, marshal(env), time.Time{}, i.Run.Leaves); err != nil {
 		rc.warn("recording the end of a run", i.Run, err)
 		return
 	}
