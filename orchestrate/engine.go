@@ -222,6 +222,28 @@ func (e *Engine) RunPrompt(ctx context.Context, req *Request, plan PlanFunc) *En
 	return r.run(ctx, plan)
 }
 
+// Fallback takes a prompt run over when its planner fails (the planner's
+// reactive fallback): a tool loop makes the run's steps in the plan's
+// place, and the run ends as the loop does. The run stays one run, with one
+// record.
+type Fallback struct {
+	// Applies reports whether the fallback takes over after the planner
+	// failed with err; without it the run fails.
+	Applies func(err error) bool
+	// Run makes the run's steps through c (ChildRun.Call and Step) and
+	// ends the run with c.Finish or c.FinishWith, whose envelope it
+	// returns.
+	Run func(ctx context.Context, c *ChildRun, err error) *Envelope
+}
+
+// RunPromptFallback is RunPrompt with a fallback for a planner that fails;
+// a nil fallback is none.
+func (e *Engine) RunPromptFallback(ctx context.Context, req *Request, plan PlanFunc, fallback *Fallback) *Envelope {
+	r := e.newRun(ctx, req)
+	r.fallback = fallback
+	return r.run(ctx, plan)
+}
+
 func (e *Engine) newRun(ctx context.Context, req *Request) *run {
 	ids, _ := toolcontext.IDsFrom(ctx)
 	r := &run{

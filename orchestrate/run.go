@@ -38,6 +38,7 @@ type run struct {
 	plan     *Plan
 	valid    *Validation
 	planInfo *PlannerInfo
+	fallback *Fallback // makes the steps when the planner fails; nil: none
 	tmpl     templateCache
 	names    map[string]*Step // ids and result keys
 	deps     map[*Step][]*Step
@@ -167,6 +168,9 @@ func (r *run) run(ctx context.Context, planner PlanFunc) (env *Envelope) {
 				r.errors = append(r.errors, &Error{Code: plannerCode(ctx, err), Message: err.Error()})
 			}
 			r.stream.Reject("planning failed")
+			if err != nil && r.fallback != nil && r.fallback.Applies(err) {
+				return r.runFallback(ctx, err)
+			}
 			return r.notRun()
 		}
 		if !r.validate() {
