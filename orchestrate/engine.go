@@ -66,6 +66,12 @@ type RunOptions struct {
 	// Elicit, when set, asks the request's user: ask_user uses it instead
 	// of pausing.
 	Elicit Elicit
+	// AskOnPause says that the caller asks its user the questions of
+	// ask_user when the run pauses for them (on MCP 2026-07-28, through the
+	// protocol's input requests): ask_user then pauses whatever its
+	// if_no_user says. Without it or Elicit, no user can be asked, and
+	// ask_user fails with user_unavailable unless it asks to pause.
+	AskOnPause bool
 	// AllowTool, when set, narrows the catalog of these runs to the tools
 	// it allows (a tenant's): a plan calling another is refused at plan
 	// time with unknown_tool.
@@ -109,14 +115,15 @@ func (i *RunInfo) grow(n int) {
 
 // Engine validates and runs plans. It is safe for concurrent use.
 type Engine struct {
-	opts   Options
-	lim    Limits
-	log    *slog.Logger
-	source string
-	mem    *Memory // shared by the engines With makes
-	hooks  *Hooks  // opts.Hooks and the request's, composed; never nil
-	pauses PauseStore
-	elicit Elicit // the request's
+	opts       Options
+	lim        Limits
+	log        *slog.Logger
+	source     string
+	mem        *Memory // shared by the engines With makes
+	hooks      *Hooks  // opts.Hooks and the request's, composed; never nil
+	pauses     PauseStore
+	elicit     Elicit // the request's
+	askOnPause bool   // the request's caller asks its user on a pause
 	// transition, when set, sees every move of every run's state machine:
 	// the engine's own tests compare the paths with the design's.
 	transition fsm.Observer
@@ -170,6 +177,9 @@ func (e *Engine) With(ro RunOptions) *Engine {
 	}
 	if ro.Elicit != nil {
 		c.elicit = ro.Elicit
+	}
+	if ro.AskOnPause {
+		c.askOnPause = true
 	}
 	return &c
 }
@@ -276,7 +286,7 @@ func (e *Engine) newRun(ctx context.Context, req *Request) *run {
 		r.m = fsm.New()
 	}
 	r.fireCtx = context.WithoutCancel(ctx)
-	r.ps.elicit = e.elicit
+	r.ps.elicit, r.ps.askOnPause = e.elicit, e.askOnPause
 	r.ps.tools, r.ps.issues = withClientTools(e.opts.Tools, req.ClientTools)
 	return r
 }

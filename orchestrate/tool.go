@@ -139,6 +139,11 @@ type HandlerOptions struct {
 	// returns the tool's result: usually [Result] of the run's envelope, or
 	// a result asking the client for input (multi round-trip sampling).
 	Prompt func(ctx context.Context, req *mcp.CallToolRequest, r *Request) *mcp.CallToolResult
+	// Result turns a run's envelope into the tool's result; nil means
+	// [ResultFor] at the request's protocol. A server that asks the user
+	// of a paused run through the protocol's input requests answers with
+	// them instead.
+	Result func(req *mcp.CallToolRequest, env *Envelope) *mcp.CallToolResult
 }
 
 // Handler returns the MCP handler of agent_orchestrate.
@@ -149,6 +154,9 @@ func (e *Engine) Handler(opts HandlerOptions) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		ctx = e.requestContext(ctx, req)
 		Result := func(env *Envelope) *mcp.CallToolResult { return ResultFor(env, req.ProtocolVersion()) }
+		if opts.Result != nil {
+			Result = func(env *Envelope) *mcp.CallToolResult { return opts.Result(req, env) }
+		}
 		args := req.Params.Arguments
 		if len(args) > opts.MaxRequestBytes {
 			return Result(e.Reject(ctx, []*Issue{{Code: CodeTooLarge, Message: fmt.Sprintf("the request is %d bytes; the limit is %d (server.max_request_bytes). Send a smaller plan, pass large data by reference (a URL or a step that fetches it), or raise server.max_request_bytes in the configuration file", len(args), opts.MaxRequestBytes)}})), nil

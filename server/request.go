@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -41,8 +42,17 @@ func (a *App) orchestrateHandler() mcp.ToolHandler {
 			ro.Hooks = p.hooks()
 		}
 		ro.Hooks = orchestrate.ComposeHooks(ro.Hooks, clientLogHooks(ctx, req, a.secrets, &a.logLevels))
-		ro.Elicit = elicitFor(req)
+		ro.Elicit, ro.AskOnPause = elicitFor(req), asksOnPause(req)
 		e := a.Engine.With(ro)
+		if ro.AskOnPause {
+			// The answers to ask_user's input requests resume their run.
+			switch answered, err := a.askAnswers(req); {
+			case err == nil:
+				req = answered
+			case !errors.Is(err, errNotAskState):
+				return a.refuseAskState(ctx, e, req, err), nil
+			}
+		}
 		return e.Handler(orchestrate.HandlerOptions{
 			MaxRequestBytes: int(a.Config.Server.MaxRequestBytes),
 			Prompt: func(ctx context.Context, req *mcp.CallToolRequest, r *orchestrate.Request) *mcp.CallToolResult {
@@ -51,6 +61,7 @@ func (a *App) orchestrateHandler() mcp.ToolHandler {
 				}
 				return a.prompt(ctx, e, req, r)
 			},
+			Result: a.resultFor,
 		})(ctx, req)
 	}
 }

@@ -357,6 +357,11 @@ type Envelope struct {
 		Steps            []*Step `json:"steps"`
 		Errors           []Error `json:"errors"`
 		ValidationErrors []Issue `json:"validation_errors"`
+		Pending          []struct {
+			CallID string `json:"call_id"`
+			Step   string `json:"step"`
+			Tool   string `json:"tool"`
+		} `json:"pending"`
 	} `json:"artifact"`
 	Metadata struct {
 		RequestID string `json:"request_id"`
