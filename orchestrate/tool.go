@@ -35,7 +35,7 @@ func MCPTool(unlisted []registry.Tool) *mcp.Tool {
 
 func boolPtr(b bool) *bool { return &b }
 
-const howTo = `Runs a multi-step tool plan in ONE call instead of calling tools one by one. Send one of "plan", "prompt" (a goal to plan) or "resume". The plan is checked against the tools' schemas first: on any problem nothing runs, and all are reported.
+const howTo = `Runs a multi-step tool plan in ONE call instead of calling tools one by one. Send one of "plan", "prompt" (a goal) or "resume". A plan is checked against the tools' schemas first: on any problem nothing runs, and all are reported.
 
 Steps run in order; {"parallel": [steps]} runs a group at once; "schedule": "dag" starts each step when its inputs are ready. Templates in argument strings:
 - "$0.output.f" (step 0's output, type kept), "$id.output.items[0].url" (by step id), "$bindings.name"

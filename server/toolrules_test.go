@@ -255,7 +255,7 @@ func TestPublishedToolsFollowModelAPIRules(t *testing.T) {
 		if data, _ := json.Marshal(in); strings.Contains(string(data), "$ref") || strings.Contains(string(data), "$defs") {
 			t.Errorf("agent_orchestrate's input schema refers to definitions: %s", data)
 		}
-		if !strings.Contains(ao.Description, `one of "plan", "prompt"`) {
+		if !strings.Contains(ao.Description, `Send one of "plan", "prompt" (a goal) or "resume"`) {
 			t.Errorf("agent_orchestrate's description does not say that a call sends one of plan, prompt or resume")
 		}
 	}
