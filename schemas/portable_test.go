@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/google/jsonschema-go/jsonschema"
 )
 
@@ -125,18 +126,9 @@ func TestPortableInput(t *testing.T) {
 			var got, want any
 			_ = json.Unmarshal(out, &got)
 			_ = json.Unmarshal([]byte(tc.want), &want)
-			if g, w := mustJSON(t, got), mustJSON(t, want); g != w {
-				t.Errorf("PortableInput =\n%s\nwant\n%s", out, tc.want)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("PortableInput = %s (-want +got):\n%s", out, diff)
 			}
 		})
 	}
-}
-
-func mustJSON(t *testing.T, v any) string {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }

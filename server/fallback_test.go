@@ -16,27 +16,38 @@ import (
 	"github.com/orchestra-mcp/orchestra/server/servertest"
 )
 
+// fallbackConfig is a configuration whose scripted planner, with
+// planner.fallback: reactive, answers twice with a plan that calls an
+// unknown tool, then, in the reactive loop, renders a hello to each of
+// whom, then answers answer. The script is written to dir.
+func fallbackConfig(t *testing.T, dir string, whom []string, answer string) *config.Config {
+	t.Helper()
+	line := func(v any) string { b, _ := json.Marshal(v); return string(b) }
+	bad := line(map[string]any{"tool_calls": []any{map[string]any{"name": "__planning__",
+		"arguments": json.RawMessage(`{"type":"tool_calls","reasoning":"x","calls":[{"tool_name":"no_such_tool","arguments":{}}]}`)}}})
+	lines := []string{bad, bad}
+	for _, who := range whom {
+		lines = append(lines, line(map[string]any{"tool_calls": []any{map[string]any{"name": "render",
+			"arguments": map[string]any{"template": "hello {{.who}}", "values": map[string]any{"who": who}}}}}))
+	}
+	lines = append(lines, line(map[string]any{"text": answer}))
+	script := filepath.Join(dir, "script.jsonl")
+	if err := os.WriteFile(script, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse([]byte("planner:\n  provider: scripted\n  script: "+script+"\n  fallback: reactive\n"), os.LookupEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
 // TestConfiguredFallbackFromTheConfigFile: planner.fallback: reactive in the
 // configuration file turns a prompt the model cannot make a valid plan for
 // into a reactive run, without the request asking for it; the envelope
 // records the path that ran.
 func TestConfiguredFallbackFromTheConfigFile(t *testing.T) {
-	dir := t.TempDir()
-	line := func(v any) string { b, _ := json.Marshal(v); return string(b) }
-	bad := `{"type":"tool_calls","reasoning":"x","calls":[{"tool_name":"no_such_tool","arguments":{}}]}`
-	script := strings.Join([]string{
-		line(map[string]any{"tool_calls": []any{map[string]any{"name": "__planning__", "arguments": json.RawMessage(bad)}}}),
-		line(map[string]any{"tool_calls": []any{map[string]any{"name": "__planning__", "arguments": json.RawMessage(bad)}}}),
-		line(map[string]any{"tool_calls": []any{map[string]any{"name": "render", "arguments": map[string]any{"template": "hello {{.who}}", "values": map[string]any{"who": "world"}}}}}),
-		line(map[string]any{"text": "It says hello world."}),
-	}, "\n") + "\n"
-	if err := os.WriteFile(filepath.Join(dir, "script.jsonl"), []byte(script), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Parse([]byte("planner:\n  provider: scripted\n  script: "+filepath.Join(dir, "script.jsonl")+"\n  fallback: reactive\n"), os.LookupEnv)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := fallbackConfig(t, t.TempDir(), []string{"world"}, "It says hello world.")
 	app := newApp(t, cfg)
 	p, err := app.Planner()
 	if err != nil {
@@ -61,24 +72,7 @@ func TestConfiguredFallbackFromTheConfigFile(t *testing.T) {
 // calls are no runs of their own.
 func TestReactiveFallbackRecord(t *testing.T) {
 	dir := t.TempDir()
-	line := func(v any) string { b, _ := json.Marshal(v); return string(b) }
-	bad := `{"type":"tool_calls","reasoning":"x","calls":[{"tool_name":"no_such_tool","arguments":{}}]}`
-	render := func(who string) string {
-		return line(map[string]any{"tool_calls": []any{map[string]any{"name": "render", "arguments": map[string]any{"template": "hello {{.who}}", "values": map[string]any{"who": who}}}}})
-	}
-	script := strings.Join([]string{
-		line(map[string]any{"tool_calls": []any{map[string]any{"name": "__planning__", "arguments": json.RawMessage(bad)}}}),
-		line(map[string]any{"tool_calls": []any{map[string]any{"name": "__planning__", "arguments": json.RawMessage(bad)}}}),
-		render("world"), render("moon"),
-		line(map[string]any{"text": "It says hello to both."}),
-	}, "\n") + "\n"
-	if err := os.WriteFile(filepath.Join(dir, "script.jsonl"), []byte(script), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Parse([]byte("planner:\n  provider: scripted\n  script: "+filepath.Join(dir, "script.jsonl")+"\n  fallback: reactive\n"), os.LookupEnv)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := fallbackConfig(t, dir, []string{"world", "moon"}, "It says hello to both.")
 	cs := connectObs(t, appWithStore(t, filepath.Join(dir, "o.db"), cfg), nil)
 	_, env := servertest.Call(t, cs, map[string]any{"prompt": "say hello to the world and the moon"}, nil)
 	if env.Artifact.Status != orchestrate.StatusSuccess || len(env.Artifact.Steps) != 2 {
