@@ -44,9 +44,9 @@ func chromiumPath(t *testing.T) string {
 // one takes seconds on a loaded machine. Each test opens its tabs in
 // browser contexts of their own (own cookies, own storage).
 type browser struct {
-	ctx    context.Context // the browser's first tab; new tabs open beside it
-	stop   func()
-	err    error
+	ctx  context.Context // the browser's first tab; new tabs open beside it
+	stop func()
+	err  error
 }
 
 var (
