@@ -152,6 +152,10 @@ func (v *Viewer) runBody(ctx context.Context, scope store.Scope, execID string) 
 		Plan: jsonBody(bodies.Plan, runBodyLimit, page+"/raw?part=plan"), Env: jsonBody(bodies.Envelope, runBodyLimit, page+"/raw?part=envelope")}
 	for i := range b.Chart.Rows {
 		row := &b.Chart.Rows[i]
+		if row.Step == "" { // a run no step of this one's started: its own page
+			row.Href = v.prefix + "runs/" + url.PathEscape(row.Run)
+			continue
+		}
 		q := url.Values{"step": {row.Step}}
 		if row.Run != execID {
 			q.Set("in", row.Run)

@@ -71,9 +71,13 @@ func (s *sessions) start(id Identity) (string, time.Time) {
 			delete(s.m, soonest)
 		}
 	}
-	s.m[sha256.Sum256([]byte(value))] = session{id: id, expires: expires}
+	s.m[hashKey(value)] = session{id: id, expires: expires}
 	return value, expires
 }
+
+// hashKey is the key a session id is kept under: a process's memory holds
+// no session id a cookie could be made from.
+func hashKey(value string) [sha256.Size]byte { return sha256.Sum256([]byte(value)) }
 
 // get returns the identity of r's session cookie, if it names a live
 // session.
@@ -82,7 +86,7 @@ func (s *sessions) get(r *http.Request) (Identity, bool) {
 	if err != nil || len(c.Value) > 64 {
 		return Identity{}, false
 	}
-	key := sha256.Sum256([]byte(c.Value))
+	key := hashKey(c.Value)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ss, ok := s.m[key]
@@ -100,7 +104,7 @@ func (s *sessions) get(r *http.Request) (Identity, bool) {
 func (s *sessions) end(r *http.Request) {
 	if c, err := r.Cookie(cookieName); err == nil {
 		s.mu.Lock()
-		delete(s.m, sha256.Sum256([]byte(c.Value)))
+		delete(s.m, hashKey(c.Value))
 		s.mu.Unlock()
 	}
 }
