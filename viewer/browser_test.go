@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -576,5 +577,40 @@ func TestBrowserLargeRun(t *testing.T) {
 		}
 		t.Logf("a run of %4d steps: response complete %4.0f ms, DOMContentLoaded %4.0f ms, load %4.0f ms, %4.0f KiB",
 			run.steps, timing["response"], timing["dom"], timing["load"], timing["bytes"]/1024)
+	}
+}
+
+// TestServedWithMCP: serve --http serves the viewer at /ui/ behind the
+// tokens of /mcp, each seeing the runs it started there, without a browser.
+func TestServedWithMCP(t *testing.T) {
+	vs := startViewerServer(t)
+	aliceRun := runPlan(t, vs.client(t, aliceToken), `{"steps":[{"id":"a","tool":"sleep","arguments":{"ms":1}}]}`)
+	bobRun := runPlan(t, vs.client(t, bobToken), `{"steps":[{"id":"b","tool":"sleep","arguments":{"ms":1}}]}`)
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	fetch := func(path, token string) (int, string) {
+		req, _ := http.NewRequest(http.MethodGet, vs.srv.URL+path, nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	if code, _ := fetch("/ui/", ""); code != http.StatusSeeOther {
+		t.Errorf("/ui/ without a token: %d, want a redirect to the login form", code)
+	}
+	code, body := fetch("/ui/", aliceToken)
+	if code != http.StatusOK || !strings.Contains(body, aliceRun) || strings.Contains(body, bobRun) {
+		t.Errorf("alice's /ui/: %d; lists hers %v, bob's %v", code, strings.Contains(body, aliceRun), strings.Contains(body, bobRun))
+	}
+	if code, _ := fetch("/ui/runs/"+aliceRun, bobToken); code != http.StatusNotFound {
+		t.Errorf("bob reading alice's run: %d, want 404", code)
+	}
+	if code, _ := fetch("/ui/runs/"+aliceRun, "a-token-no-one-has"); code != http.StatusUnauthorized {
+		t.Errorf("an unknown token: %d, want 401", code)
 	}
 }
