@@ -102,7 +102,8 @@ func TestViewerColumns(t *testing.T) {
 		}
 		env := json.RawMessage(`{"artifact":{"status":"success","planner":{"input_tokens":100,"output_tokens":10},
 			"agents":{"tokens_in":20,"tokens_out":2},
-			"steps":[{"type":"model","output":{"tokens_in":3,"tokens_out":1}},{"type":"tool","output":{"tokens_in":1000}}]}}`)
+			"steps":[{"type":"model","output":{"tokens_in":3,"tokens_out":1}},{"type":"tool","output":{"tokens_in":1000}},
+				{"type":"for_each","output":[1,2]},{"type":"tool","output":"text"},{"type":"tool","output":null}]}}`)
 		if err := s.FinishRun(ctx, "e", StatusSuccess, env, time.Time{}); err != nil {
 			t.Fatal(err)
 		}

@@ -427,11 +427,8 @@ func readEnvelope(envelope json.RawMessage, withError bool) envelopeFacts {
 				TokensOut int64 `json:"tokens_out"`
 			} `json:"agents"`
 			Steps []struct {
-				Type   string `json:"type"`
-				Output struct {
-					TokensIn  int64 `json:"tokens_in"`
-					TokensOut int64 `json:"tokens_out"`
-				} `json:"output"`
+				Type   string          `json:"type"`
+				Output json.RawMessage `json:"output"` // any JSON; a model turn's is an object
 			} `json:"steps"`
 		} `json:"artifact"`
 	}
@@ -447,8 +444,12 @@ func readEnvelope(envelope json.RawMessage, withError bool) envelopeFacts {
 		f.tokensIn, f.tokensOut = f.tokensIn+ag.TokensIn, f.tokensOut+ag.TokensOut
 	}
 	for _, st := range a.Steps {
-		if st.Type == "model" {
-			f.tokensIn, f.tokensOut = f.tokensIn+st.Output.TokensIn, f.tokensOut+st.Output.TokensOut
+		var turn struct {
+			TokensIn  int64 `json:"tokens_in"`
+			TokensOut int64 `json:"tokens_out"`
+		}
+		if st.Type == "model" && json.Unmarshal(st.Output, &turn) == nil {
+			f.tokensIn, f.tokensOut = f.tokensIn+turn.TokensIn, f.tokensOut+turn.TokensOut
 		}
 	}
 	if !withError {

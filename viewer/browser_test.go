@@ -360,6 +360,10 @@ func TestBrowserTimeline(t *testing.T) {
 	signIn(t, tab, vs.srv.URL, aliceToken)
 	do(t, tab, "opening the run", chromedp.Navigate(vs.srv.URL+"/ui/runs/"+execID), chromedp.WaitVisible(chromedp.CSS("#gantt")))
 
+	// The agent's model tokens (the script's usage) are the run's.
+	if head := eval[string](t, tab, "document.getElementById('run-head').textContent"); !strings.Contains(head, "270 in · 25 out") {
+		t.Errorf("the run's facts do not show the agent's tokens, 270 in · 25 out:\n%s", head)
+	}
 	start, end, steps, children := readRecords(t, vs.store, execID)
 	if len(children) != 1 || children[0].Tool != "agent__counter" {
 		t.Fatalf("the run started %d runs (%v), want the counter agent's", len(children), children)
@@ -444,7 +448,11 @@ func TestBrowserTimeline(t *testing.T) {
 	}
 
 	if *update {
+		do(t, tab, "showing the failing step",
+			chromedp.Click(chromedp.CSS(`#gantt g.row[data-step="broken"] rect.bar`)),
+			chromedp.WaitVisible(chromedp.CSS(`#step[data-step="broken"] #step-error`)))
 		screenshot(t, tab, "viewer-run.png")
+		runPlan(t, alice, `{"steps":[{"id":"fetch","tool":"sleep","arguments":{"ms":25,"label":"q"}},{"id":"check","tool":"json_query","arguments":{"query":".x | not_a_function","input":{}}}]}`)
 		runPlan(t, alice, `{"steps":[{"id":"quick","tool":"sleep","arguments":{"ms":5,"label":"q"}}]}`)
 		do(t, tab, "opening the list", chromedp.Navigate(vs.srv.URL+"/ui/"), chromedp.WaitVisible(chromedp.CSS("#runs")))
 		screenshot(t, tab, "viewer-runs.png")
