@@ -48,6 +48,17 @@ func both(t *testing.T, f func(t *testing.T, st *store.Store)) {
 	}
 }
 
+// memStore opens a store in memory for the test.
+func memStore(t testing.TB) *store.Store {
+	t.Helper()
+	st, err := store.Open(context.Background(), store.Memory, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
 func newViewer(t testing.TB, st *store.Store, auth bool) http.Handler {
 	t.Helper()
 	opts := viewer.Options{Records: st}
@@ -142,11 +153,7 @@ func TestScopedReads(t *testing.T) {
 // SameSite=Strict, Secure over TLS, scoped to the viewer), goes back only
 // to the viewer's own pages, refuses a cross-site form, and signs out.
 func TestLogin(t *testing.T) {
-	st, err := store.Open(t.Context(), store.Memory, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := memStore(t)
 	seed(t, st, "alice-run", "alice", time.Now(), store.StatusSuccess, `{}`)
 	h := newViewer(t, st, true)
 	for _, tls := range []bool{false, true} {
@@ -232,11 +239,7 @@ func TestLogin(t *testing.T) {
 // TestBoundedInputs refuses each of the viewer's own inputs beyond its
 // bound with a message that says what was wrong.
 func TestBoundedInputs(t *testing.T) {
-	st, err := store.Open(t.Context(), store.Memory, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := memStore(t)
 	h := newViewer(t, st, false)
 	for target, want := range map[string]string{
 		"/ui/?q=" + strings.Repeat("x", 257):             "at most 256 bytes",
@@ -274,11 +277,7 @@ func TestBoundedInputs(t *testing.T) {
 // TestNoInlineCode: every page sets the Content-Security-Policy and holds
 // no inline script, style or event handler, which it would block.
 func TestNoInlineCode(t *testing.T) {
-	st, err := store.Open(t.Context(), store.Memory, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := memStore(t)
 	seed(t, st, "r", "", time.Now(), store.StatusSuccess, `{"x":1}`)
 	if err := st.RecordInsights(t.Context(), store.Insight{Tool: "render", Key: "k", Kind: "tool_error", Lesson: "be careful"}); err != nil {
 		t.Fatal(err)
@@ -308,11 +307,7 @@ func TestNoInlineCode(t *testing.T) {
 // a name that is not loopback, as a page's script does through DNS
 // rebinding, and serves one under localhost.
 func TestRebinding(t *testing.T) {
-	st, err := store.Open(t.Context(), store.Memory, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := memStore(t)
 	srv := httptest.NewServer(newViewer(t, st, false))
 	defer srv.Close()
 	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
@@ -415,11 +410,7 @@ func TestPausedRunAndInsights(t *testing.T) {
 // TestLiveETag answers a poll of a run that did not move with 304, and
 // one that moved with its new part.
 func TestLiveETag(t *testing.T) {
-	st, err := store.Open(t.Context(), store.Memory, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := memStore(t)
 	now := time.Now()
 	seed(t, st, "r", "", now.Add(-time.Second), store.StatusSuccess, `{}`)
 	h := newViewer(t, st, false)
@@ -441,11 +432,7 @@ func TestLiveETag(t *testing.T) {
 
 // BenchmarkRunPage draws the page of a run of 1,000 steps, server side.
 func BenchmarkRunPage(b *testing.B) {
-	st, err := store.Open(b.Context(), store.Memory, store.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
+	st := memStore(b)
 	ctx := b.Context()
 	start := time.Now().Add(-time.Hour)
 	if err := st.StartRun(ctx, store.Run{ExecID: "large", Tool: "cli", StartedAt: start, StepCount: 1000}); err != nil {

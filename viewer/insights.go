@@ -1,7 +1,6 @@
 package viewer
 
 import (
-	"errors"
 	"net/http"
 	"net/url"
 	"slices"
@@ -81,5 +80,3 @@ func (v *Viewer) toolPage(w http.ResponseWriter, r *http.Request, id Identity) {
 	}
 	v.render(w, r, http.StatusOK, "tool", toolPage{Tool: tool, Insights: ins}, id)
 }
-
-func errorsIsNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }

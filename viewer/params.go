@@ -3,11 +3,13 @@ package viewer
 import (
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/orchestra-mcp/orchestra/internal/textcut"
 	"github.com/orchestra-mcp/orchestra/store"
 )
 
@@ -47,7 +49,7 @@ var statuses = []string{"running", "paused", "success", "failed", "partial", "in
 func parseList(q url.Values) (listQuery, error) {
 	lq := listQuery{Status: q.Get("status"), Text: strings.TrimSpace(q.Get("q")), Since: strings.TrimSpace(q.Get("since")),
 		Until: strings.TrimSpace(q.Get("until")), Cursor: q.Get("cursor"), Limit: DefaultPageSize}
-	if lq.Status != "" && !contains(statuses, lq.Status) {
+	if lq.Status != "" && !slices.Contains(statuses, lq.Status) {
 		return lq, fmt.Errorf("status %q is not one of %s", clip(lq.Status), strings.Join(statuses, ", "))
 	}
 	if len(lq.Text) > store.MaxListText || !utf8.ValidString(lq.Text) {
@@ -130,24 +132,4 @@ func checkID(what, s string, max int) error {
 }
 
 // clip shortens what is echoed back of a bad value.
-func clip(s string) string {
-	if len(s) <= 40 {
-		return s
-	}
-	i := 40
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i] + "…"
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-func urlQueryEscape(s string) string { return url.QueryEscape(s) }
+func clip(s string) string { return textcut.Truncate(s, 40) }

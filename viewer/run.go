@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -119,7 +120,7 @@ func (v *Viewer) livePart(w http.ResponseWriter, r *http.Request, id Identity) {
 // partFailed answers a failed read of a fragment with plain text.
 func (v *Viewer) partFailed(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
-	case errorsIsNotFound(err):
+	case errors.Is(err, store.ErrNotFound):
 		http.Error(w, "not found, or not yours to see", http.StatusNotFound)
 	case r.Context().Err() != nil:
 	default:

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -216,7 +217,7 @@ func (v *Viewer) authed(h func(http.ResponseWriter, *http.Request, Identity), pa
 			w.Header().Set("Cache-Control", "no-store")
 			h(w, r, id)
 		case page && status == http.StatusUnauthorized && r.Header.Get("Authorization") == "":
-			http.Redirect(w, r, v.prefix+"login?next="+urlQueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+			http.Redirect(w, r, v.prefix+"login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 		default:
 			if status == http.StatusUnauthorized {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="orchestra"`)

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/orchestra-mcp/orchestra/store"
 	"github.com/orchestra-mcp/orchestra/viewer"
 )
 
@@ -35,11 +34,8 @@ func cmdUI(ctx context.Context, env *cliEnv, args []string) int {
 	if !ok {
 		return exitInvalid
 	}
-	st, err := store.Open(ctx, cfg.Store.Path, store.Options{Logger: logger,
-		Retention: store.Retention{MaxAge: cfg.Store.Retention.MaxAge.D(), MaxRuns: cfg.Store.Retention.MaxRuns}})
-	if err != nil {
-		env.errorf("%v", err)
-		fmt.Fprintln(env.stderr, "hint: check --store or store.path in the configuration file")
+	st, ok := openStore(ctx, env, cfg, logger)
+	if !ok {
 		return exitFailed
 	}
 	defer st.Close()
