@@ -303,24 +303,32 @@ func TestNoInlineCode(t *testing.T) {
 	}
 }
 
-// TestRebinding refuses a request that reached a loopback listener under
-// a name that is not loopback, as a page's script does through DNS
-// rebinding, and serves one under localhost.
+// TestRebinding: without authentication, a request that reached a
+// loopback listener under a name that is not loopback's, as a page's
+// script does through DNS rebinding, is refused, and one under localhost
+// served; with authentication (a page there holds no credential) a
+// reverse proxy's host name is served.
 func TestRebinding(t *testing.T) {
 	st := memStore(t)
-	srv := httptest.NewServer(newViewer(t, st, false))
-	defer srv.Close()
-	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
-	for host, want := range map[string]int{"attacker.example:" + port: http.StatusForbidden, "localhost:" + port: http.StatusOK, "127.0.0.1:" + port: http.StatusOK} {
-		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/ui/", nil)
-		req.Host = host
-		resp, err := srv.Client().Do(req)
-		if err != nil {
-			t.Fatal(err)
+	for _, auth := range []bool{false, true} {
+		srv := httptest.NewServer(newViewer(t, st, auth))
+		defer srv.Close()
+		_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+		foreign := http.StatusForbidden
+		if auth {
+			foreign = http.StatusOK
 		}
-		resp.Body.Close()
-		if resp.StatusCode != want {
-			t.Errorf("Host %s: %d, want %d", host, resp.StatusCode, want)
+		for host, want := range map[string]int{"attacker.example:" + port: foreign, "localhost:" + port: http.StatusOK, "127.0.0.1:" + port: http.StatusOK} {
+			req, _ := http.NewRequest(http.MethodGet, srv.URL+"/ui/login", nil)
+			req.Host = host
+			resp, err := srv.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != want && !(want == http.StatusOK && resp.StatusCode == http.StatusSeeOther) {
+				t.Errorf("auth %v, Host %s: %d, want %d", auth, host, resp.StatusCode, want)
+			}
 		}
 	}
 }

@@ -158,10 +158,12 @@ func (v *Viewer) ServeHTTP(w http.ResponseWriter, r *http.Request) { v.handler.S
 const csp = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
 	"form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 
-// guard refuses requests that reached a loopback listener under another
-// host name (DNS rebinding: a web page's script calling a local server
-// through its own domain) and those whose query is too long, and sets the
-// security headers of every response.
+// guard refuses requests whose query is too long and, when the viewer
+// authenticates no one, those that reached a loopback listener under a
+// host name that is not loopback's (DNS rebinding: a web page's script
+// reading a local server through its own domain); with authentication
+// such a page holds no credential, and a reverse proxy on loopback may
+// pass its own host name. It sets the security headers of every response.
 func (v *Viewer) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
@@ -171,7 +173,7 @@ func (v *Viewer) guard(next http.Handler) http.Handler {
 		h.Set("Referrer-Policy", "same-origin")
 		h.Set("Cross-Origin-Opener-Policy", "same-origin")
 		h.Set("Cross-Origin-Resource-Policy", "same-origin")
-		if rebound(r) {
+		if v.opts.Authenticate == nil && rebound(r) {
 			http.Error(w, "this server answers on its loopback address only to the host names localhost, 127.0.0.1 and [::1]", http.StatusForbidden)
 			return
 		}
