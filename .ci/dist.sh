@@ -114,8 +114,8 @@ formula() {
   [ -s "$f" ] || fail "GoReleaser wrote no Homebrew formula at $f"
   v=$(sed -n 's/^  version "\(.*\)"$/\1/p' "$f")
   [ "$v" = "$(version)" ] || fail "the formula's version is \"$v\", the release's \"$(version)\""
-  url=$(grep -A 3 'Hardware::CPU.intel?' "$f" | sed -n 's/^ *url "\(.*\)"$/\1/p' | head -1)
-  sum=$(grep -A 3 'Hardware::CPU.intel?' "$f" | sed -n 's/^ *sha256 "\(.*\)"$/\1/p' | head -1)
+  url=$(sed -n 's/^ *url "\(.*_linux_amd64\.tar\.gz\)"$/\1/p' "$f")
+  sum=$(grep -F -A 1 "url \"$url\"" "$f" | sed -n 's/^ *sha256 "\(.*\)"$/\1/p')
   [ -n "$url" ] && [ -n "$sum" ] || { cat "$f"; fail "the formula has no linux amd64 url and sha256"; }
   echo "url $url"
   file=dist/$(basename "${url//#\{version\}/$v}")
