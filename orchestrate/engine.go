@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/orchestra-mcp/orchestra/budget"
 	"github.com/orchestra-mcp/orchestra/fsm"
 	"github.com/orchestra-mcp/orchestra/registry"
 	"github.com/orchestra-mcp/orchestra/toolcontext"
@@ -251,10 +252,14 @@ func (e *Engine) newRun(ctx context.Context, req *Request) *run {
 		outputs: map[*Step]any{},
 		started: time.Now(),
 	}
-	g := e.grant(r.lim, r.started)
+	// Under a request's budget the run adds its deadline and its tools;
+	// the caps are the request's, which the run, its agents and its nested
+	// plans share. A run with no request above it is its request's root.
+	g := budget.Grant{Deadline: r.started.Add(r.lim.PlanTimeout), Tools: e.allow}
 	parent, ok := toolcontext.BudgetFrom(ctx)
 	if !ok {
-		parent, g.Root = e.mem.node, true // the run is its request's root
+		parent, g = e.mem.node, e.grant(r.lim, r.started)
+		g.Root = true
 	}
 	g.Principal = e.principal
 	r.budget = parent.Child(runNodeName(e.source), g)

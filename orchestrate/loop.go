@@ -135,7 +135,7 @@ func (r *run) runLoop(ctx context.Context, l *Step) {
 		r.end(l, StatusFailed, nil, fail)
 		return
 	}
-	iters := r.expand(l, items)
+	iters := r.expand(l, len(items))
 
 	limit := r.lim.MaxParallel
 	if l.MaxConcurrency > 0 && l.MaxConcurrency < limit {
@@ -146,16 +146,25 @@ func (r *run) runLoop(ctx context.Context, l *Step) {
 	var settled atomic.Bool // an iteration failed and halts the loop: no new one starts
 	var unrecorded atomic.Pointer[Error]
 	stopped := func() bool { return settled.Load() || ctx.Err() != nil || !r.dispatching() }
-	for _, it := range iters {
+	// Whether an iteration runs is decided here, in element order, on one
+	// probe of the body: an iteration that a condition skips is neither
+	// copied nor started, and costs what deciding did.
+	probe, probeIter := new(Step), new(iteration)
+	for i, item := range items {
 		if stopped() {
 			break
 		}
+		*probeIter = iteration{loop: l, index: i, item: item}
+		*probe = *l.Do
+		probe.parent, probe.iter = l, probeIter
+		if !r.runs(probe) {
+			continue // skipped: counted in the loop's record (mergeLoop)
+		}
+		it := cloneBody(l, &iteration{loop: l, index: i, item: item})
+		iters[i] = it
 		eg.Go(func() error {
 			if stopped() {
 				return nil
-			}
-			if why := r.admit(it); why != nil {
-				return nil // skipped: counted in the loop's record below
 			}
 			if fail := r.recordIteration(l, it); fail != nil {
 				unrecorded.CompareAndSwap(nil, fail)
@@ -246,21 +255,16 @@ func agentCount(s *Step) int {
 	return n
 }
 
-// expand makes the iterations of loop l, one per element of items; each
-// gets its record as it starts (recordIteration). The run's count of tool
-// steps grows by what the loop adds, so that progress knows its total
-// from now on; the iterations that do not run take theirs back
-// (mergeLoop).
-func (r *run) expand(l *Step, items []any) []*Step {
-	iters := make([]*Step, len(items))
-	for i, item := range items {
-		iters[i] = cloneBody(l, &iteration{loop: l, index: i, item: item})
-	}
+// expand makes room for the n iterations of loop l (runLoop makes each
+// that runs, and its record as it starts). The run's count of tool steps
+// grows by what the loop adds, so that progress knows its total from now
+// on; the iterations that do not run take theirs back (mergeLoop).
+func (r *run) expand(l *Step, n int) []*Step {
 	r.mu.Lock()
-	r.records[l].Children = make([]*StepRecord, 0, min(len(iters), 16))
+	r.records[l].Children = make([]*StepRecord, 0, min(n, 16))
 	r.mu.Unlock()
-	r.info.grow(len(items)*leafCount(l.Do) - leafCount(l.Do))
-	return iters
+	r.info.grow(n*leafCount(l.Do) - leafCount(l.Do))
+	return make([]*Step, n)
 }
 
 // cloneBody copies the body of loop l for iteration it: the copies have
@@ -314,8 +318,11 @@ func (r *run) mergeLoop(l *Step, iters []*Step, unrecorded *Error) {
 	}
 	skipped := 0
 	for i, it := range iters {
-		rec := r.records[it]
-		if rec == nil {
+		var rec *StepRecord
+		if it != nil {
+			rec = r.records[it]
+		}
+		if rec == nil { // it never started
 			skipped++
 			continue
 		}

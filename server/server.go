@@ -403,8 +403,12 @@ func (a *App) passthrough(t registry.Tool) mcp.ToolHandler {
 			return res, nil
 		}
 		ctx = toolcontext.WithDepth(ctx, toolcontext.Depth(ctx)+1)
-		ctx = withAgentCaller(ctx, req)   // an exposed agent may sample the caller's model
-		ctx = a.Engine.Budgeted(ctx, nil) // an exposed agent's runs draw from one budget
+		ctx = withAgentCaller(ctx, req) // an exposed agent may sample the caller's model
+		// An exposed agent's runs draw from one budget, its caller's
+		// tenant's when it has one.
+		var ro orchestrate.RunOptions
+		ctx, _, _ = a.withTenant(ctx, req, &ro)
+		ctx = a.Engine.With(ro).Budgeted(ctx, nil)
 		args, err := decodeArgs(req.Params.Arguments)
 		if err != nil {
 			res := &mcp.CallToolResult{}
