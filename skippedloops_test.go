@@ -3,13 +3,9 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"io"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,44 +25,10 @@ import (
 // and serves the next client, and its peak resident memory stays under
 // 1 GiB.
 func TestSkippedLoopsUnderAddressSpaceCap(t *testing.T) {
-	prlimit, err := exec.LookPath("prlimit")
-	if err != nil {
-		t.Skip("prlimit is not installed")
-	}
 	// One client sends all 64 at once: every plan gets a slot, and the
 	// rate limit lets them through.
-	cfg := filepath.Join(t.TempDir(), "orchestra.yaml")
-	if err := os.WriteFile(cfg, []byte("limits:\n  plans_per_owner: 64\nserver:\n  rate_limit:\n    requests_per_second: -1\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(prlimit, "--as=4294967296", orchestraBin, "serve", "--config", cfg, "--http", "127.0.0.1:0", "--store", "memory", "--log-level", "warn")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	defer func() {
-		cmd.Process.Signal(os.Interrupt)
-		<-exited
-	}()
-	sc := bufio.NewScanner(stderr)
-	var url string
-	for sc.Scan() {
-		if u, ok := strings.CutPrefix(sc.Text(), "orchestra: serving MCP at "); ok {
-			url = u
-			break
-		}
-	}
-	if url == "" {
-		t.Fatal("orchestra serve --http did not say where it serves")
-	}
-	go func() {
-		io.Copy(io.Discard, stderr)
-		exited <- cmd.Wait()
-	}()
+	srv := serveUnderLimit(t, "--as=4294967296", "limits:\n  plans_per_owner: 64\nserver:\n  rate_limit:\n    requests_per_second: -1\n")
+	url := srv.url
 
 	items := "[" + strings.TrimSuffix(strings.Repeat("0,", 64), ",") + "]"
 	loop := func(id string) string {
@@ -111,13 +73,10 @@ func TestSkippedLoopsUnderAddressSpaceCap(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	select {
-	case err := <-exited:
-		exited <- err
-		t.Fatalf("orchestra died under the 4 GiB limit: %v", err)
-	default:
+	if !srv.alive() {
+		t.Fatalf("orchestra died under the 4 GiB limit: %v", srv.err)
 	}
-	peak := peakRSS(t, cmd.Process.Pid)
+	peak := peakRSS(t, srv.pid)
 	t.Logf("%d of 64 plans answered; peak resident memory %d MiB", answered, peak>>20)
 	if answered != 64 {
 		t.Errorf("%d of 64 plans answered", answered)

@@ -195,3 +195,22 @@ func TestConcurrentSpends(t *testing.T) {
 		t.Errorf("spent %d, counted %d; the cap is 500", spent, req.Used(ToolCalls))
 	}
 }
+
+// BenchmarkStepSpend is what the tree costs a tool step: one tool call
+// and one byte charge, released, on a run under a request under the
+// server.
+func BenchmarkStepSpend(b *testing.B) {
+	server := New("the server", Grant{Bytes: Cap{Max: 1 << 30}})
+	req := server.Child("the request", Grant{Root: true, ToolCalls: Cap{Max: math.MaxInt64}, Bytes: Cap{Max: 64 << 20}})
+	run := req.Child("the run", Grant{Deadline: time.Now().Add(time.Hour)})
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := run.Spend(ToolCalls, 1); err != nil {
+			b.Fatal(err)
+		}
+		if err := run.Spend(Bytes, 1000); err != nil {
+			b.Fatal(err)
+		}
+		run.Release(Bytes, 1000)
+	}
+}

@@ -14,10 +14,6 @@ import (
 
 // runLeaf runs one tool step with its retries.
 func (r *run) runLeaf(ctx context.Context, s *Step) {
-	if fail := r.countCall(); fail != nil {
-		r.end(s, StatusFailed, nil, fail)
-		return
-	}
 	args, terr := r.resolveArgs(s)
 	if terr != nil {
 		r.end(s, StatusFailed, nil, terr)
@@ -26,6 +22,14 @@ func (r *run) runLeaf(ctx context.Context, s *Step) {
 	r.mu.Lock()
 	r.records[s].Arguments = args
 	r.mu.Unlock()
+	// A call started while the plan was written was counted as it
+	// started; any other is counted now.
+	if !r.stream.startedEarly(s, args) {
+		if fail := r.countCall(); fail != nil {
+			r.end(s, StatusFailed, nil, fail)
+			return
+		}
+	}
 	tool, ok := r.ps.tools.Lookup(s.Tool)
 	if !ok {
 		r.end(s, StatusFailed, nil, &Error{Code: CodeServerUnavailable, Message: fmt.Sprintf("tool %q is no longer available (its server may have stopped); retry later", s.Tool)})

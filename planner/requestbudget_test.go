@@ -103,3 +103,30 @@ func TestPromptPathSharesTheDeadline(t *testing.T) {
 		}
 	})
 }
+
+// TestEarlyCallsAreTheRequests: the calls started while a plan was
+// written are the request's, whether a step takes them or the plan is
+// rejected: under limits.max_tool_calls 2, a rejected attempt's two early
+// calls leave the repaired plan none. (They were counted apart from the
+// run's, so the request made four.)
+func TestEarlyCallsAreTheRequests(t *testing.T) {
+	invalid := `{"type":"tool_calls","calls":[{"tool_name":"lookup","arguments":{"key":"a"}},{"tool_name":"lookup","arguments":{"key":"b"}},{"tool_name":"nope","arguments":{"key":"x"}}]}`
+	valid := `{"type":"tool_calls","calls":[{"tool_name":"lookup","arguments":{"key":"a"}},{"tool_name":"lookup","arguments":{"key":"b"}}]}`
+	synctest.Test(t, func(t *testing.T) {
+		st := &streamTools{}
+		cat := registry.NewCatalog(st.tools(t)...)
+		e := orchestrate.NewEngine(orchestrate.Options{Tools: cat, Limits: orchestrate.Limits{MaxToolCalls: 2}})
+		m := llm.NewScripted([]llm.Response{planning(invalid), planning(valid)}).Streaming(llm.StreamScript{Split: byCall})
+		p := planner.New(planner.Options{Catalog: cat, Engine: e, Model: m, Attempts: 2})
+		env, err := p.Run(t.Context(), &orchestrate.Request{Prompt: "x"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if calls := st.list(); len(calls) > 2 {
+			t.Errorf("the request made %d tool calls under limits.max_tool_calls 2: %v", len(calls), calls)
+		}
+		if env.Artifact.Success || !strings.Contains(string(env.JSON()), "limits.max_tool_calls") {
+			t.Errorf("a run with no tool call left: %s", env.Summary())
+		}
+	})
+}
