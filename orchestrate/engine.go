@@ -94,6 +94,8 @@ type RunInfo struct {
 	// ParentExecID is the run this one was started under, if any: the run
 	// of the plan whose agent step or nested orchestration started it.
 	ParentExecID string
+	// Goal is the request's prompt on the prompt path; "" for a plan.
+	Goal string
 
 	added atomic.Int64 // tool steps loops added to Leaves as their arrays resolved
 }
@@ -268,6 +270,7 @@ func (e *Engine) newRun(ctx context.Context, req *Request) *run {
 	r.info = &RunInfo{ExecID: r.execID, IDs: ids, Depth: r.depth, StartedAt: r.started, Source: e.source}
 	r.info.Traceparent, _ = toolcontext.TraceparentFrom(ctx)
 	r.info.ParentExecID, _ = toolcontext.ExecID(ctx)
+	r.info.Goal = req.Prompt
 	if req.Plan != nil {
 		// Known before validation on the plan path, so that RunStarted
 		// can describe the run.
