@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
 
@@ -31,13 +30,6 @@ func (a *App) orchestrateHandler() mcp.ToolHandler {
 		ctx, tenant, inTenant := a.withTenant(ctx, req, &ro)
 		ids, _ := toolcontext.IDsFrom(ctx)
 		ro.Logger = a.log.With("request_id", ids.RequestID, "user_id", ids.UserID, "tenant", ids.Tenant)
-		if limit := tenant.Limits.MaxConcurrentPlans; inTenant && limit > 0 {
-			if !a.tenantRunning.tryAdd(ids.Tenant, limit) {
-				return orchestrate.Result(a.Engine.Reject(ctx, []*orchestrate.Issue{{Code: orchestrate.CodeBusy,
-					Message: fmt.Sprintf("your tenant is running %d plans, its limit (tenants.%s.limits.max_concurrent_plans): retry in a moment", limit, ids.Tenant)}})), nil
-			}
-			defer a.tenantRunning.done(ids.Tenant)
-		}
 		if p := newProgress(ctx, req); p != nil {
 			ro.Hooks = p.hooks()
 		}
