@@ -135,7 +135,7 @@ func (r *run) clientCall(ctx context.Context, s *Step, tool registry.Tool, args 
 		case r.ps.elicit != nil:
 			r.ask(ctx, s, args)
 			return
-		case !r.askPauses(args):
+		case !r.askPauses(s.Arguments): // as written, as the plan-time checks read it
 			r.end(s, StatusFailed, nil, &Error{Code: CodeUserUnavailable, Message: "no user can be asked this question: the client has no MCP elicitation (and a command line run has no client), " +
 				"so the step fails and what depends on the answer does not run. If the calling model may answer instead, add \"if_no_user\": \"pause\" to ask_user's arguments: " +
 				"the run then pauses and is resumed with its answer, which is not the user's decision"})
@@ -369,7 +369,8 @@ func (r *run) mayPause(s *Step) bool {
 
 // askPauses reports whether ask_user with args pauses the run: when the
 // caller asks its user on a pause, or when no user can be asked and args
-// let the calling model answer (if_no_user: pause).
+// let the calling model answer (if_no_user: pause, written as such: a
+// template there does not pause).
 func (r *run) askPauses(args map[string]any) bool {
 	if r.ps.elicit != nil {
 		return false
