@@ -214,3 +214,33 @@ func TestTypedOutputsArePlainJSON(t *testing.T) {
 		t.Errorf("typed's output is %T, not a JSON object", env.Artifact.Steps[0].Output)
 	}
 }
+
+// BenchmarkPlainJSON measures what reading every output as plain JSON
+// costs: the walk over an output that is plain already (every downstream
+// tool's), against encoding it as JSON (which its envelope and record do
+// anyway), and the round trip of a typed one (an in-process tool's):
+//
+//	go test -run '^$' -bench PlainJSON ./orchestrate/
+func BenchmarkPlainJSON(b *testing.B) {
+	items := make([]any, 2000)
+	for i := range items {
+		items[i] = map[string]any{"id": float64(i), "name": fmt.Sprint("item ", i), "tags": []any{"a", "b"}, "ok": i%2 == 0}
+	}
+	plain := map[string]any{"items": items, "count": float64(len(items))}
+	typed := map[string]any{"items": items, "count": len(items)} // one int
+	b.Run("walk/plain", func(b *testing.B) {
+		for b.Loop() {
+			plainJSON(plain)
+		}
+	})
+	b.Run("encode/plain", func(b *testing.B) {
+		for b.Loop() {
+			_, _ = json.Marshal(plain)
+		}
+	})
+	b.Run("roundtrip/typed", func(b *testing.B) {
+		for b.Loop() {
+			plainJSON(typed)
+		}
+	})
+}

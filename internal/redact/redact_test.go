@@ -48,3 +48,21 @@ func TestURLs(t *testing.T) {
 		t.Errorf("String = %q", got)
 	}
 }
+
+// BenchmarkString measures redacting a typical log line, without URL and
+// with one:
+//
+//	go test -run '^$' -bench String ./internal/redact/
+func BenchmarkString(b *testing.B) {
+	s := New("a-secret-value-1234", "another-one-5678")
+	for name, line := range map[string]string{
+		"no url": `time=2026-11-27T05:02:13Z level=INFO msg="step ended" request_id=0b6c2d0e exec_id=8450c61b step_id=q tool=json_query status=success duration=3ms`,
+		"url":    `time=2026-11-27T05:02:13Z level=WARN msg="downstream server not ready" server=web err="Post \"http://127.0.0.1:1/mcp?api_key=k3y&region=eu\": connection refused"`,
+	} {
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				s.String(line)
+			}
+		})
+	}
+}
