@@ -391,11 +391,12 @@ func TestToolLoopsCannotPause(t *testing.T) {
 		t.Errorf("ask_user that pauses for the model in a tool loop: %s", env.JSON())
 	}
 	// Whether a question pauses is read from its arguments as written, as
-	// the plan-time check reads them: a template that resolves to "pause"
-	// does not pause the loop it was let into.
+	// the plan-time check reads them: a template there, which would
+	// resolve to "pause" only once the loop was let in, is refused.
 	templated := mustRequest(t, `{"bindings": {"mode": "pause"}, "plan": {"steps": [{"id": "q", "tool": "ask_user", "arguments": {"message": "ok?", "if_no_user": "${bindings.mode}"}}]}}`)
 	templated.NoPause = true
-	if env := e.Run(t.Context(), templated); env.Artifact.Status != StatusFailed || env.Artifact.Steps[0].Error == nil || env.Artifact.Steps[0].Error.Code != CodeUserUnavailable {
+	if env := e.Run(t.Context(), templated); env.Artifact.Status == StatusAwaitingClient || len(env.Artifact.ValidationErrors) != 1 ||
+		env.Artifact.ValidationErrors[0].Code != CodeInvalidArguments || env.Artifact.ValidationErrors[0].Argument != "if_no_user" {
 		t.Errorf("ask_user whose if_no_user is a template, in a tool loop: %s", env.JSON())
 	}
 	elicit := func(context.Context, string, map[string]any) (string, map[string]any, error) {

@@ -191,6 +191,14 @@ func (v *validator) step(s *Step) {
 		is := v.errorf(s, CodeForbiddenTool, "tool %q cannot be called from a plan (a plan may not start another orchestration on the same server)", s.Tool)
 		is.Path += ".tool"
 	}
+	if ok && tool.Name == AskUserTool {
+		// Whether the question may pause is known before anything runs
+		// (a loop refuses it then), so if_no_user is read as written.
+		if val, isStr := s.Arguments["if_no_user"].(string); isStr && mayBeTemplate(val) {
+			v.argIssue(s, []Seg{{Key: "if_no_user"}}, CodeInvalidArguments,
+				"if_no_user is read as written, before the run, to know whether the question may pause: write \"fail\" or \"pause\", not a template (%q)", val)
+		}
+	}
 	if ok && tool.SchemaProblem != "" {
 		v.warnf(s, CodeSchemaProblem, "the schemas of %q could not be used (%s); its arguments are checked only by the tool", s.Tool, tool.SchemaProblem)
 	}
