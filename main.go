@@ -1,6 +1,6 @@
 // Command orchestra is an MCP server whose tool agent_orchestrate runs a
 // whole multi-step tool plan in one call. See README.md; the commands are
-// in internal/cli.
+// in package cli.
 package main
 
 import (
@@ -10,7 +10,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/orchestra-mcp/orchestra/internal/cli"
+	"github.com/orchestra-mcp/orchestra/cli"
 )
 
 func main() {

@@ -15,7 +15,7 @@ import (
 	"go.yaml.in/yaml/v4"
 
 	"github.com/orchestra-mcp/orchestra/config"
-	"github.com/orchestra-mcp/orchestra/internal/cli"
+	"github.com/orchestra-mcp/orchestra/cli"
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 	"github.com/orchestra-mcp/orchestra/registry/builtin"
 )
