@@ -19,11 +19,11 @@ func cmdAgents(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	cfg, logger, ok := cf.load(env)
 	if !ok {
-		return exitInvalid
+		return ExitInvalid
 	}
 	app, ok := newApp(ctx, env, cfg, logger)
 	if !ok {
-		return exitInvalid
+		return ExitInvalid
 	}
 	defer app.Close()
 	type entry struct {
@@ -55,11 +55,11 @@ func cmdAgents(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	if *asJSON {
 		writeJSON(env.stdout, map[string]any{"agents": out})
-		return exitOK
+		return ExitOK
 	}
 	if len(out) == 0 {
 		fmt.Fprintln(env.stdout, "No agents are configured: add an agents block to the configuration file (see the README, section Agents).")
-		return exitOK
+		return ExitOK
 	}
 	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "AGENT\tTOOL\tMODEL\tEXPOSED\tALLOWED TOOLS")
@@ -75,5 +75,5 @@ func cmdAgents(ctx context.Context, env *cliEnv, args []string) int {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\n", e.Name, e.Tool, model, e.Expose, tools)
 	}
 	tw.Flush()
-	return exitOK
+	return ExitOK
 }

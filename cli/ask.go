@@ -33,7 +33,7 @@ func cmdAsk(ctx context.Context, env *cliEnv, args []string) int {
 		if err != nil {
 			env.errorf("reading the context: %v", err)
 			fmt.Fprintln(env.stderr, `hint: the context file holds {"instructions": "...", "history": [{"role": "user", "content": "..."}], "facts": {...}}`)
-			return exitInvalid
+			return ExitInvalid
 		}
 		req.Context = c
 	}
@@ -45,7 +45,7 @@ func cmdAsk(ctx context.Context, env *cliEnv, args []string) int {
 	result, err := p.Ask(ctx, req)
 	if err != nil {
 		env.errorf("%v", err)
-		return exitFailed
+		return ExitFailed
 	}
 	// The record gets what the planner added after the run: the answer and
 	// the RESPOND call.
@@ -67,9 +67,9 @@ func cmdAsk(ctx context.Context, env *cliEnv, args []string) int {
 		fmt.Fprintln(env.stderr, plannerSummary(a.Planner))
 	}
 	if !a.Success {
-		return exitFailed
+		return ExitFailed
 	}
-	return exitOK
+	return ExitOK
 }
 
 // readContext reads a caller's context file.

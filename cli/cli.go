@@ -10,11 +10,11 @@ import (
 	"github.com/orchestra-mcp/orchestra/internal/suggest"
 )
 
-// Exit codes.
+// The exit codes of [Run], as the README documents them.
 const (
-	exitOK      = 0 // success
-	exitFailed  = 1 // the plan ran and did not succeed, or the server failed
-	exitInvalid = 2 // invalid input or usage
+	ExitOK      = 0 // success
+	ExitFailed  = 1 // the plan ran and did not succeed, or the server failed
+	ExitInvalid = 2 // invalid input or usage
 )
 
 // command is one subcommand.
@@ -69,14 +69,14 @@ func (e *cliEnv) errorf(format string, args ...any) {
 }
 
 // usageError prints a usage problem of the command that runs, with its
-// synopsis and a hint, and returns exitInvalid.
+// synopsis and a hint, and returns ExitInvalid.
 func (e *cliEnv) usageError(problem, hint string) int {
 	fmt.Fprintf(e.stderr, "orchestra %s: %s\n", e.cmd.name, problem)
 	fmt.Fprintf(e.stderr, "usage: orchestra %s %s\n", e.cmd.name, e.cmd.args)
 	if hint != "" {
 		fmt.Fprintf(e.stderr, "hint: %s\n", hint)
 	}
-	return exitInvalid
+	return ExitInvalid
 }
 
 // Run runs the command line args (without the program's name) and returns
@@ -87,13 +87,13 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if len(args) == 0 {
 		usage(stderr)
 		fmt.Fprintln(stderr, "hint: give a command, e.g. `orchestra run examples/quickstart.json`")
-		return exitInvalid
+		return ExitInvalid
 	}
 	name := args[0]
 	switch name {
 	case "help", "-h", "--help", "-help":
 		usage(stdout)
-		return exitOK
+		return ExitOK
 	case "--version", "-version":
 		name = "version"
 	}
@@ -113,7 +113,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintf(stderr, "orchestra: unknown command %q\n", name)
 	}
 	fmt.Fprintf(stderr, "hint: the commands are %s; run `orchestra help` for more\n", strings.Join(names, ", "))
-	return exitInvalid
+	return ExitInvalid
 }
 
 func usage(w io.Writer) {

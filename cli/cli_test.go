@@ -15,7 +15,7 @@ func TestEveryCommandHasHelp(t *testing.T) {
 		}
 		seen[c.Name] = true
 		var stdout, stderr strings.Builder
-		if code := Run(t.Context(), []string{c.Name, "-h"}, strings.NewReader(""), &stdout, &stderr); code != exitOK {
+		if code := Run(t.Context(), []string{c.Name, "-h"}, strings.NewReader(""), &stdout, &stderr); code != ExitOK {
 			t.Errorf("orchestra %s -h exited %d: %s", c.Name, code, stderr.String())
 		}
 		if !strings.HasPrefix(stderr.String(), "Usage of orchestra "+c.Name) {
@@ -36,7 +36,7 @@ func TestUsageErrorNamesTheCommand(t *testing.T) {
 	var stdout, stderr strings.Builder
 	code := Run(t.Context(), []string{"version", "extra"}, strings.NewReader(""), &stdout, &stderr)
 	want := "orchestra version: unexpected argument \"extra\"\nusage: orchestra version \nhint: version takes no arguments\n"
-	if code != exitInvalid || stderr.String() != want {
-		t.Errorf("exit %d, stderr %q; want %d, %q", code, stderr.String(), exitInvalid, want)
+	if code != ExitInvalid || stderr.String() != want {
+		t.Errorf("exit %d, stderr %q; want %d, %q", code, stderr.String(), ExitInvalid, want)
 	}
 }

@@ -30,14 +30,14 @@ func cmdExecutions(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	cfg, logger, ok := cf.load(env)
 	if !ok {
-		return exitInvalid
+		return ExitInvalid
 	}
 	st, err := store.Open(ctx, cfg.Store.Path, store.Options{Logger: logger,
 		Retention: store.Retention{MaxAge: cfg.Store.Retention.MaxAge.D(), MaxRuns: cfg.Store.Retention.MaxRuns}})
 	if err != nil {
 		env.errorf("%v", err)
 		fmt.Fprintln(env.stderr, "hint: check --store or store.path in the configuration file")
-		return exitFailed
+		return ExitFailed
 	}
 	defer st.Close()
 
@@ -50,20 +50,20 @@ func cmdExecutions(ctx context.Context, env *cliEnv, args []string) int {
 		if errors.Is(err, store.ErrNotFound) {
 			env.errorf("no execution record %q in %s", fs.Arg(0), cfg.Store.Path)
 			fmt.Fprintln(env.stderr, "hint: run `orchestra executions` to list recent runs, or pass the --store the run was recorded in")
-			return exitFailed
+			return ExitFailed
 		}
 		if err != nil {
 			env.errorf("%v", err)
-			return exitFailed
+			return ExitFailed
 		}
 		ex := server.ExecutionOf(run, steps)
 		ex.Pauses, _ = st.Pauses(ctx, run.ExecID)
 		if *asJSON {
 			writeJSON(env.stdout, ex)
-			return exitOK
+			return ExitOK
 		}
 		printExecution(env, ex)
-		return exitOK
+		return ExitOK
 	}
 
 	opts := store.ListOptions{Limit: *limit, Cursor: *cursor, Status: store.Status(*status)}
@@ -73,15 +73,15 @@ func cmdExecutions(ctx context.Context, env *cliEnv, args []string) int {
 	page, err := server.ListPage(ctx, st, opts)
 	if err != nil {
 		env.errorf("%v", err)
-		return exitInvalid
+		return ExitInvalid
 	}
 	if *asJSON {
 		writeJSON(env.stdout, page)
-		return exitOK
+		return ExitOK
 	}
 	if len(page.Executions) == 0 {
 		fmt.Fprintf(env.stderr, "orchestra: no execution records in %s\n", cfg.Store.Path)
-		return exitOK
+		return ExitOK
 	}
 	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "EXEC ID\tSTARTED\tSTATUS\tSTEPS\tDURATION\tSOURCE\tERROR")
@@ -99,7 +99,7 @@ func cmdExecutions(ctx context.Context, env *cliEnv, args []string) int {
 			fmt.Fprintf(env.stderr, "more: orchestra executions --cursor %s\n", c)
 		}
 	}
-	return exitOK
+	return ExitOK
 }
 
 // nextCursor returns the cursor of a next-page URI.

@@ -44,10 +44,10 @@ func newFlagSet(env *cliEnv, name string, cf *commonFlags) *flag.FlagSet {
 func parse(env *cliEnv, fs *flag.FlagSet, args []string) (int, bool) {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return exitOK, false
+			return ExitOK, false
 		}
 		fmt.Fprintf(env.stderr, "hint: run `%s -h` for the flags\n", fs.Name())
-		return exitInvalid, false
+		return ExitInvalid, false
 	}
 	return 0, true
 }
@@ -173,7 +173,7 @@ func planInput(env *cliEnv, cmd string, fs *flag.FlagSet, cfg *config.Config) (*
 			hint = "send a smaller plan, or raise server.max_request_bytes in the configuration file"
 		}
 		fmt.Fprintf(env.stderr, "hint: %s\n", hint)
-		return nil, nil, exitInvalid, false
+		return nil, nil, ExitInvalid, false
 	}
 	req, issues := orchestrate.DecodeRequest(data)
 	return req, issues, 0, true

@@ -35,23 +35,23 @@ func cmdInsights(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	cfg, logger, ok := cf.load(env)
 	if !ok {
-		return exitInvalid
+		return ExitInvalid
 	}
 	st, err := store.Open(ctx, cfg.Store.Path, store.Options{Logger: logger})
 	if err != nil {
 		env.errorf("%v", err)
 		fmt.Fprintln(env.stderr, "hint: check --store or store.path in the configuration file")
-		return exitFailed
+		return ExitFailed
 	}
 	defer st.Close()
 	if action == "clear" {
 		n, err := st.ClearInsights(ctx, store.Scope{})
 		if err != nil {
 			env.errorf("%v", err)
-			return exitFailed
+			return ExitFailed
 		}
 		fmt.Fprintf(env.stderr, "orchestra: cleared %d insights from %s\n", n, cfg.Store.Path)
-		return exitOK
+		return ExitOK
 	}
 	q := store.InsightQuery{}
 	if *tool != "" {
@@ -60,15 +60,15 @@ func cmdInsights(ctx context.Context, env *cliEnv, args []string) int {
 	ins, err := st.Insights(ctx, q)
 	if err != nil {
 		env.errorf("%v", err)
-		return exitFailed
+		return ExitFailed
 	}
 	if *asJSON {
 		writeJSON(env.stdout, server.InsightsPage{Insights: ins})
-		return exitOK
+		return ExitOK
 	}
 	if len(ins) == 0 {
 		fmt.Fprintf(env.stderr, "orchestra: no insights in %s\n", cfg.Store.Path)
-		return exitOK
+		return ExitOK
 	}
 	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TOOL\tKIND\tSEEN\tLAST SEEN\tLESSON")
@@ -76,5 +76,5 @@ func cmdInsights(ctx context.Context, env *cliEnv, args []string) int {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", in.Tool, in.Kind, in.Count, in.LastSeen.Local().Format(time.DateTime), in.Lesson)
 	}
 	tw.Flush()
-	return exitOK
+	return ExitOK
 }

@@ -35,11 +35,11 @@ func cmdPlan(ctx context.Context, env *cliEnv, args []string) int {
 		if res.Info.LastAnswer != "" {
 			fmt.Fprintf(env.stderr, "the model's last answer:\n%s\n", res.Info.LastAnswer)
 		}
-		return exitFailed
+		return ExitFailed
 	}
 	writeJSON(env.stdout, res.Plan)
 	fmt.Fprintln(env.stderr, plannerSummary(res.Info))
-	return exitOK
+	return ExitOK
 }
 
 // goalInput reads the goal: the arguments joined, or stdin for "-".
@@ -52,7 +52,7 @@ func goalInput(env *cliEnv, cmd string, args []string) (string, int, bool) {
 		data, err := io.ReadAll(io.LimitReader(env.stdin, 1<<20))
 		if err != nil {
 			env.errorf("reading the goal: %v", err)
-			return "", exitInvalid, false
+			return "", ExitInvalid, false
 		}
 		goal = string(data)
 	}
@@ -66,11 +66,11 @@ func goalInput(env *cliEnv, cmd string, args []string) (string, int, bool) {
 func plannerFor(ctx context.Context, env *cliEnv, cmd string, cf *commonFlags) (*planner.Planner, *server.App, int, bool) {
 	cfg, logger, ok := cf.load(env)
 	if !ok {
-		return nil, nil, exitInvalid, false
+		return nil, nil, ExitInvalid, false
 	}
 	app, ok := newApp(ctx, env, cfg, logger)
 	if !ok {
-		return nil, nil, exitInvalid, false
+		return nil, nil, ExitInvalid, false
 	}
 	p, err := app.Planner()
 	if err != nil {

@@ -42,11 +42,11 @@ func cmdResume(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	cfg, logger, ok := cf.load(env)
 	if !ok {
-		return exitInvalid
+		return ExitInvalid
 	}
 	app, ok := newApp(ctx, env, cfg, logger)
 	if !ok {
-		return exitInvalid
+		return ExitInvalid
 	}
 	defer app.Close()
 	result := app.Run(ctx, &orchestrate.Request{Resume: &orchestrate.ResumeRequest{ExecID: fs.Arg(0), Results: results}}, "cli")
@@ -54,11 +54,11 @@ func cmdResume(ctx context.Context, env *cliEnv, args []string) int {
 	fmt.Fprintln(env.stderr, result.Summary())
 	switch {
 	case len(result.Artifact.ValidationErrors) > 0:
-		return exitInvalid
+		return ExitInvalid
 	case result.Artifact.Status == orchestrate.StatusAwaitingClient:
-		return exitOK
+		return ExitOK
 	case !result.Artifact.Success:
-		return exitFailed
+		return ExitFailed
 	}
-	return exitOK
+	return ExitOK
 }

@@ -16,7 +16,7 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	cfg, logger, ok := cf.load(env)
 	if !ok {
-		return exitInvalid
+		return ExitInvalid
 	}
 	req, issues, code, ok := planInput(env, "run", fs, cfg)
 	if !ok {
@@ -24,7 +24,7 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	app, ok := newApp(ctx, env, cfg, logger)
 	if !ok {
-		return exitInvalid
+		return ExitInvalid
 	}
 	defer app.Close()
 	var result *orchestrate.Envelope
@@ -40,11 +40,11 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) int {
 	fmt.Fprintln(env.stderr, result.Summary())
 	switch {
 	case len(result.Artifact.ValidationErrors) > 0:
-		return exitInvalid
+		return ExitInvalid
 	case result.Artifact.Status == orchestrate.StatusAwaitingClient:
-		return exitOK // paused: orchestra resume ID --results FILE goes on
+		return ExitOK // paused: orchestra resume ID --results FILE goes on
 	case !result.Artifact.Success:
-		return exitFailed
+		return ExitFailed
 	}
-	return exitOK
+	return ExitOK
 }

@@ -30,7 +30,7 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	cfg, logger, ok := cf.load(env)
 	if !ok {
-		return exitInvalid
+		return ExitInvalid
 	}
 	var ln net.Listener
 	if *addr != "" {
@@ -40,7 +40,7 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 		}
 		if ln, err = net.Listen("tcp", hostport); err != nil {
 			env.errorf("listening on %s: %v", hostport, err)
-			return exitFailed
+			return ExitFailed
 		}
 		defer ln.Close()
 	}
@@ -52,13 +52,13 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 		}
 		if metricsLn, err = net.Listen("tcp", hostport); err != nil {
 			env.errorf("listening on %s: %v", hostport, err)
-			return exitFailed
+			return ExitFailed
 		}
 		defer metricsLn.Close()
 	}
 	app, ok := newAppWith(ctx, env, cfg, logger, server.Options{Metrics: metricsLn != nil})
 	if !ok {
-		return exitInvalid
+		return ExitInvalid
 	}
 	defer app.Close()
 	if metricsLn != nil {
@@ -75,9 +75,9 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	if err != nil {
 		env.errorf("%v", err)
-		return exitFailed
+		return ExitFailed
 	}
-	return exitOK
+	return ExitOK
 }
 
 // listenAddr fills in a loopback host and refuses non-loopback addresses

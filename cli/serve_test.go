@@ -39,7 +39,7 @@ func TestListenAddr(t *testing.T) {
 func TestServeNonLoopbackRefused(t *testing.T) {
 	var stdout, stderr strings.Builder
 	code := Run(t.Context(), []string{"serve", "--http", "0.0.0.0:1"}, strings.NewReader(""), &stdout, &stderr)
-	if code != exitInvalid || !strings.Contains(stderr.String(), "server.auth") {
+	if code != ExitInvalid || !strings.Contains(stderr.String(), "server.auth") {
 		t.Errorf("serve --http 0.0.0.0:1 without auth: exit %d, stderr %q; want a usage error naming server.auth", code, stderr.String())
 	}
 }

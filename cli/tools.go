@@ -23,11 +23,11 @@ func cmdTools(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	cfg, logger, ok := cf.load(env)
 	if !ok {
-		return exitInvalid
+		return ExitInvalid
 	}
 	app, ok := newApp(ctx, env, cfg, logger)
 	if !ok {
-		return exitInvalid
+		return ExitInvalid
 	}
 	defer app.Close()
 	tools := app.Catalog.List()
@@ -54,7 +54,7 @@ func cmdTools(ctx context.Context, env *cliEnv, args []string) int {
 			servers = []mcpserver.ServerStatus{}
 		}
 		writeJSON(env.stdout, map[string]any{"tools": out, "servers": servers})
-		return exitOK
+		return ExitOK
 	}
 	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TOOL\tSOURCE\tOUTPUT SCHEMA\tSUMMARY")
@@ -90,5 +90,5 @@ func cmdTools(ctx context.Context, env *cliEnv, args []string) int {
 		}
 		tw.Flush()
 	}
-	return exitOK
+	return ExitOK
 }

@@ -15,7 +15,7 @@ func cmdValidate(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	cfg, logger, ok := cf.load(env)
 	if !ok {
-		return exitInvalid
+		return ExitInvalid
 	}
 	req, issues, code, ok := planInput(env, "validate", fs, cfg)
 	if !ok {
@@ -34,7 +34,7 @@ func cmdValidate(ctx context.Context, env *cliEnv, args []string) int {
 		} else {
 			app, ok := newApp(ctx, env, cfg, logger)
 			if !ok {
-				return exitInvalid
+				return ExitInvalid
 			}
 			defer app.Close()
 			v := app.Engine.Validate(req)
@@ -45,7 +45,7 @@ func cmdValidate(ctx context.Context, env *cliEnv, args []string) int {
 	writeJSON(env.stdout, rep)
 	if !rep.Valid {
 		fmt.Fprintf(env.stderr, "orchestra validate: the plan has %d problems\n", len(rep.Errors))
-		return exitInvalid
+		return ExitInvalid
 	}
-	return exitOK
+	return ExitOK
 }

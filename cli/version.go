@@ -16,5 +16,5 @@ func cmdVersion(ctx context.Context, env *cliEnv, args []string) int {
 		return env.usageError(fmt.Sprintf("unexpected argument %q", fs.Arg(0)), "version takes no arguments")
 	}
 	fmt.Fprintf(env.stdout, "orchestra %s\n", version.String())
-	return exitOK
+	return ExitOK
 }
