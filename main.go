@@ -1,11 +1,10 @@
 // Command orchestra is an MCP server whose tool agent_orchestrate runs a
 // whole multi-step tool plan in one call. See README.md; the commands are
-// in package cli.
+// in package cli, which main only calls.
 package main
 
 import (
 	"context"
-	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -19,12 +18,7 @@ func main() {
 	// records: a write to a closed pipe then fails instead.
 	signal.Ignore(syscall.SIGPIPE)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	code := cli.Run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
-}
-
-// run runs the command line args and returns the exit code.
-func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	return cli.Run(ctx, args, stdin, stdout, stderr)
 }

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"bufio"
@@ -163,7 +163,7 @@ func TestClientMatrix(t *testing.T) {
 		}
 		b.WriteString("\n")
 	}
-	checkGenerated(t, "RELIABILITY.md", "clients", b.String(), *updateMatrix, "go test -run TestClientMatrix -update-matrix .")
+	checkGenerated(t, "RELIABILITY.md", "clients", b.String(), *updateMatrix, "go test ./e2e -run TestClientMatrix -update-matrix")
 }
 
 func versionName(v string) string {

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -50,7 +50,7 @@ func textLine(text string) string {
 func runPlannerCLI(t *testing.T, stdin string, args ...string) (int, string, string) {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
-	code := run(t.Context(), args, strings.NewReader(stdin), &stdout, &stderr)
+	code := Run(t.Context(), args, strings.NewReader(stdin), &stdout, &stderr)
 	return code, stdout.String(), stderr.String()
 }
 
@@ -86,7 +86,7 @@ func TestCLIPlanner(t *testing.T) {
 			bad := planningLine(`{"type":"tool_calls","calls":[{"tool_name":"nope","arguments":{}}]}`)
 			return []string{"plan", "--config", scriptConfig(t, bad, bad), "do it"}
 		},
-		code:   exitFailed,
+		code:   ExitFailed,
 		stderr: []string{"the planner gave up after 2 attempts", "[unknown_tool]", "the model's last answer:", `"nope"`},
 	}, {
 		name: "ask prints the answer",
@@ -114,12 +114,12 @@ func TestCLIPlanner(t *testing.T) {
 	}, {
 		name:   "plan without a planner",
 		args:   func(t *testing.T) []string { return []string{"plan", "goal"} },
-		code:   exitInvalid,
+		code:   ExitInvalid,
 		stderr: []string{"orchestra plan: no planner model is configured", "hint: add a planner block", "provider: openai"},
 	}, {
 		name:   "ask without a goal",
 		args:   func(t *testing.T) []string { return []string{"ask"} },
-		code:   exitInvalid,
+		code:   ExitInvalid,
 		stderr: []string{"orchestra ask: missing goal", "usage: orchestra ask"},
 	}, {
 		name: "ask with the sampling provider has no client to sample",
@@ -128,7 +128,7 @@ func TestCLIPlanner(t *testing.T) {
 			os.WriteFile(cfg, []byte("planner:\n  provider: sampling\n"), 0o644)
 			return []string{"ask", "--config", cfg, "goal"}
 		},
-		code:   exitInvalid,
+		code:   ExitInvalid,
 		stderr: []string{"no planner model is configured", "there is no client here"},
 	}}
 	for _, tt := range tests {
@@ -204,7 +204,7 @@ func TestCLIAskOpenAICompatible(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, stdout, stderr := runPlannerCLI(t, "", "ask", "--config", cfg, "how many items?")
-	if code != exitOK || stdout != "There are 3 items.\n" {
+	if code != ExitOK || stdout != "There are 3 items.\n" {
 		t.Fatalf("exit %d, stdout %q, stderr:\n%s", code, stdout, stderr)
 	}
 	if len(bodies) != 2 || !strings.Contains(stderr, "planner: 2 model calls (openai:llama3), 20 input and 4 output tokens") {

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"bytes"
@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/orchestra-mcp/orchestra/cli"
 	"github.com/orchestra-mcp/orchestra/store"
 )
 
@@ -93,7 +94,7 @@ func TestKilledRunIsInterrupted(t *testing.T) {
 	}
 
 	var out, errOut bytes.Buffer
-	if code := run(context.Background(), []string{"executions", "--store", db, "--json", runs[0].ExecID}, strings.NewReader(""), &out, &errOut); code != exitOK {
+	if code := cli.Run(context.Background(), []string{"executions", "--store", db, "--json", runs[0].ExecID}, strings.NewReader(""), &out, &errOut); code != cli.ExitOK {
 		t.Fatalf("orchestra executions exited %d: %s", code, errOut.String())
 	}
 	var ex struct {

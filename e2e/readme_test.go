@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"bytes"
@@ -14,8 +14,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.yaml.in/yaml/v4"
 
-	"github.com/orchestra-mcp/orchestra/config"
 	"github.com/orchestra-mcp/orchestra/cli"
+	"github.com/orchestra-mcp/orchestra/config"
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 	"github.com/orchestra-mcp/orchestra/registry/builtin"
 )
@@ -42,7 +42,7 @@ func generated(t *testing.T) map[string]string {
 	for _, c := range cli.Commands() {
 		fmt.Fprintf(&ref, "### `orchestra %s`\n\n%s\n\n```\norchestra %s %s\n", c.Name, c.Summary, c.Name, c.Args)
 		var stderr bytes.Buffer
-		run(context.Background(), []string{c.Name, "-h"}, strings.NewReader(""), &bytes.Buffer{}, &stderr)
+		cli.Run(context.Background(), []string{c.Name, "-h"}, strings.NewReader(""), &bytes.Buffer{}, &stderr)
 		help := strings.TrimSpace(stderr.String())
 		if _, flags, ok := strings.Cut(help, "\n"); ok {
 			ref.WriteString(flags + "\n")
@@ -79,7 +79,7 @@ var sectionRE = regexp.MustCompile(`(?s)<!-- BEGIN GENERATED: (\w+) -->\n(.*?)<!
 
 // TestReadmeGenerated fails when the README's CLI, configuration, tool and
 // limit references differ from what the code says. Rewrite them with
-// go test -run TestReadmeGenerated -update-readme .
+// go test ./e2e -run TestReadmeGenerated -update-readme
 func TestReadmeGenerated(t *testing.T) {
 	data, err := os.ReadFile("README.md")
 	if err != nil {
@@ -95,7 +95,7 @@ func TestReadmeGenerated(t *testing.T) {
 			return "<!-- BEGIN GENERATED: " + name + " -->\n" + want[name] + "<!-- END GENERATED: " + name + " -->"
 		}
 		if diff := cmp.Diff(want[name], sub[2]); diff != "" {
-			t.Errorf("README section %q is stale (-want +got):\n%s\nrun: go test -run TestReadmeGenerated -update-readme .", name, diff)
+			t.Errorf("README section %q is stale (-want +got):\n%s\nrun: go test ./e2e -run TestReadmeGenerated -update-readme", name, diff)
 		}
 		return m
 	})
@@ -124,7 +124,7 @@ func TestReadmeCommands(t *testing.T) {
 		}
 	}
 	var stdout, stderr bytes.Buffer
-	if code := run(context.Background(), []string{"run", "examples/quickstart.json"}, strings.NewReader(""), &stdout, &stderr); code != exitOK {
+	if code := cli.Run(context.Background(), []string{"run", "examples/quickstart.json"}, strings.NewReader(""), &stdout, &stderr); code != cli.ExitOK {
 		t.Fatalf("orchestra run examples/quickstart.json exited %d:\n%s", code, stderr.String())
 	}
 }

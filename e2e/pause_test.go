@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"bytes"
@@ -18,6 +18,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/orchestra-mcp/orchestra/cli"
 	"github.com/orchestra-mcp/orchestra/store"
 )
 
@@ -221,12 +222,12 @@ func TestResumeInterruptedRun(t *testing.T) {
 	id := runs[0].ExecID
 
 	var list bytes.Buffer
-	if code := run(context.Background(), []string{"executions", "--store", db}, strings.NewReader(""), &list, &bytes.Buffer{}); code != exitOK || !strings.Contains(list.String(), "interrupted (resumable)") {
+	if code := cli.Run(context.Background(), []string{"executions", "--store", db}, strings.NewReader(""), &list, &bytes.Buffer{}); code != cli.ExitOK || !strings.Contains(list.String(), "interrupted (resumable)") {
 		t.Errorf("orchestra executions does not say the run can be resumed:\n%s", list.String())
 	}
 
 	var out, errOut bytes.Buffer
-	if code := run(context.Background(), []string{"resume", "--config", cfg, "--store", db, id}, strings.NewReader(""), &out, &errOut); code != exitOK {
+	if code := cli.Run(context.Background(), []string{"resume", "--config", cfg, "--store", db, id}, strings.NewReader(""), &out, &errOut); code != cli.ExitOK {
 		t.Fatalf("orchestra resume exited %d: %s\n%s", code, errOut.String(), out.String())
 	}
 	var env struct {
@@ -244,44 +245,5 @@ func TestResumeInterruptedRun(t *testing.T) {
 	defer mu.Unlock()
 	if want := map[string]int{"/a": 1, "/b": 1, "/c": 2, "/d": 1}; fmt.Sprint(hits) != fmt.Sprint(want) {
 		t.Errorf("calls %v, want %v: the resume runs only c and d", hits, want)
-	}
-}
-
-// TestCLIPauseAndResume: orchestra run pauses at a client tool (exit 0,
-// the envelope says what to run), and orchestra resume --results goes on.
-func TestCLIPauseAndResume(t *testing.T) {
-	dir := t.TempDir()
-	db := filepath.Join(dir, "orchestra.db")
-	planFile := filepath.Join(dir, "plan.json")
-	results := filepath.Join(dir, "results.json")
-	os.WriteFile(planFile, []byte(`{"client_tools": [{"name": "approve"}], "plan": {"steps": [
-		{"id": "ok", "tool": "approve", "arguments": {"what": "deploy"}},
-		{"id": "say", "tool": "render", "arguments": {"template": "approved by {{.who}}", "values": {"who": "$ok.output.by"}}}]}}`), 0o600)
-	os.WriteFile(results, []byte(`{"ok": {"by": "ada"}}`), 0o600)
-	var out, errOut bytes.Buffer
-	if code := run(context.Background(), []string{"run", "--store", db, planFile}, strings.NewReader(""), &out, &errOut); code != exitOK {
-		t.Fatalf("orchestra run exited %d: %s", code, errOut.String())
-	}
-	var env struct {
-		Artifact struct {
-			Status string `json:"status"`
-			Resume struct {
-				ExecID string `json:"exec_id"`
-			} `json:"resume"`
-			Steps []struct {
-				Output map[string]any `json:"output"`
-			} `json:"steps"`
-		} `json:"artifact"`
-	}
-	if err := json.Unmarshal(out.Bytes(), &env); err != nil || env.Artifact.Status != "awaiting_client" || !strings.Contains(errOut.String(), "waits for the client to run ok (approve)") {
-		t.Fatalf("orchestra run: %s\n%s", out.String(), errOut.String())
-	}
-	out.Reset()
-	errOut.Reset()
-	if code := run(context.Background(), []string{"resume", "--store", db, "--results", results, env.Artifact.Resume.ExecID}, strings.NewReader(""), &out, &errOut); code != exitOK {
-		t.Fatalf("orchestra resume exited %d: %s\n%s", code, errOut.String(), out.String())
-	}
-	if err := json.Unmarshal(out.Bytes(), &env); err != nil || env.Artifact.Status != "success" || env.Artifact.Steps[1].Output["text"] != "approved by ada" {
-		t.Fatalf("orchestra resume: %s", out.String())
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -32,11 +32,11 @@ func TestExecutionsByTenant(t *testing.T) {
 	}
 	cli := func(args ...string) (int, string, string) {
 		var out, errOut bytes.Buffer
-		code := run(context.Background(), append([]string{"executions", "--store", db}, args...), strings.NewReader(""), &out, &errOut)
+		code := Run(context.Background(), append([]string{"executions", "--store", db}, args...), strings.NewReader(""), &out, &errOut)
 		return code, out.String(), errOut.String()
 	}
 	code, out, errOut := cli("--tenant", "a", "--json")
-	if code != exitOK {
+	if code != ExitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	var page struct {
@@ -52,10 +52,10 @@ func TestExecutionsByTenant(t *testing.T) {
 	if len(page.Executions) != 1 || page.Executions[0].ExecID != "run-a" || page.Executions[0].UserID != "alice" || page.Executions[0].Tenant != "a" {
 		t.Errorf("--tenant a lists %+v, want run-a of alice in a", page.Executions)
 	}
-	if code, _, _ := cli("--tenant", "a", "run-b"); code == exitOK {
+	if code, _, _ := cli("--tenant", "a", "run-b"); code == ExitOK {
 		t.Error("--tenant a read tenant b's run")
 	}
-	if code, out, _ := cli("run-b"); code != exitOK || !strings.Contains(out, "run-b") {
+	if code, out, _ := cli("run-b"); code != ExitOK || !strings.Contains(out, "run-b") {
 		t.Errorf("without --tenant the CLI reads every run: exit %d\n%s", code, out)
 	}
 }
