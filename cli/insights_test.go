@@ -12,7 +12,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/orchestra-mcp/orchestra/internal/fakeopenai"
+	"github.com/orchestra-mcp/orchestra/testutil/fakeopenai"
 )
 
 // openAIFake is a local OpenAI-compatible server: planning requests (those

@@ -14,7 +14,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/orchestra-mcp/orchestra/internal/fakeopenai"
+	"github.com/orchestra-mcp/orchestra/testutil/fakeopenai"
 )
 
 // builtinPlan uses the built-in tools, so it runs with the default catalog.

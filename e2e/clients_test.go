@@ -23,8 +23,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/orchestra-mcp/orchestra/internal/fakeopenai"
 	"github.com/orchestra-mcp/orchestra/store"
+	"github.com/orchestra-mcp/orchestra/testutil/fakeopenai"
 )
 
 var updateMatrix = flag.Bool("update-matrix", false, "rewrite the client compatibility matrix in RELIABILITY.md from this run")

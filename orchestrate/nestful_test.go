@@ -7,8 +7,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/orchestra-mcp/orchestra/internal/nestful"
 	"github.com/orchestra-mcp/orchestra/registry"
+	"github.com/orchestra-mcp/orchestra/testutil/nestful"
 )
 
 // TestNESTFUL runs orchestra's validator and executor on the 300

@@ -26,7 +26,7 @@ import (
 	"github.com/orchestra-mcp/orchestra/config"
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 	"github.com/orchestra-mcp/orchestra/server"
-	"github.com/orchestra-mcp/orchestra/server/servertest"
+	"github.com/orchestra-mcp/orchestra/testutil/servertest"
 )
 
 var badInputReport = flag.String("badinput-report", "", "write a Markdown table of the bad-input corpus's measurements to this `file`")

@@ -10,7 +10,7 @@ import (
 
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 	"github.com/orchestra-mcp/orchestra/registry/mcpserver"
-	"github.com/orchestra-mcp/orchestra/server/servertest"
+	"github.com/orchestra-mcp/orchestra/testutil/servertest"
 )
 
 // listReadReport is the job of TestLoopOverRealFiles in one call: list a

@@ -22,8 +22,8 @@ import (
 	"github.com/orchestra-mcp/orchestra/config"
 	"github.com/orchestra-mcp/orchestra/registry/mcpserver"
 	"github.com/orchestra-mcp/orchestra/server"
-	"github.com/orchestra-mcp/orchestra/server/servertest"
 	"github.com/orchestra-mcp/orchestra/telemetry"
+	"github.com/orchestra-mcp/orchestra/testutil/servertest"
 )
 
 // jq is a json_query step.

@@ -14,8 +14,8 @@ import (
 	"github.com/orchestra-mcp/orchestra/llm"
 	"github.com/orchestra-mcp/orchestra/registry/mcpserver"
 	"github.com/orchestra-mcp/orchestra/server"
-	"github.com/orchestra-mcp/orchestra/server/servertest"
 	"github.com/orchestra-mcp/orchestra/store"
+	"github.com/orchestra-mcp/orchestra/testutil/servertest"
 )
 
 // newLoggedApp builds an app whose log goes, redacted as the CLI's does,
