@@ -8,6 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/orchestra-mcp/orchestra/llm"
+	"github.com/orchestra-mcp/orchestra/server/tenancy"
 	"github.com/orchestra-mcp/orchestra/toolcontext"
 )
 
@@ -37,7 +38,7 @@ func callerTenant(ctx context.Context) string {
 		return ids.Tenant
 	}
 	if req := agentCaller(ctx); req != nil && req.Extra != nil {
-		return tenantOf(req.Extra.TokenInfo)
+		return tenancy.Of(req.Extra.TokenInfo)
 	}
 	return ""
 }

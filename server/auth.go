@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 
 	"github.com/orchestra-mcp/orchestra/config"
+	"github.com/orchestra-mcp/orchestra/server/tenancy"
 )
 
 // tokenSet authenticates HTTP callers: static bearer tokens, kept as
@@ -26,9 +27,9 @@ import (
 // and, when server.auth.jwt is set, OAuth access tokens (JWTs).
 type tokenSet struct {
 	static  []staticToken
-	jwt     *jwtVerifier // nil without server.auth.jwt
-	tenants *tenantTable // nil without tenants
-	scopes  []string     // server.auth.jwt.required_scopes
+	jwt     *jwtVerifier   // nil without server.auth.jwt
+	tenants *tenancy.Table // nil without tenants
+	scopes  []string       // server.auth.jwt.required_scopes
 }
 
 // staticToken is one accepted static token.
@@ -197,7 +198,7 @@ func (s *tokenSet) verify(ctx context.Context, token string) (*auth.TokenInfo, e
 	if name, ok := s.lookup(token); ok {
 		ti := &auth.TokenInfo{UserID: name, Scopes: s.scopes, Expiration: time.Now().Add(24 * time.Hour)}
 		if s.tenants != nil {
-			ti.Extra = map[string]any{tenantKey: s.tenants.forToken(name)}
+			ti.Extra = map[string]any{tenancy.Key: s.tenants.ForToken(name)}
 		}
 		return ti, nil
 	}
@@ -214,11 +215,11 @@ func (s *tokenSet) verify(ctx context.Context, token string) (*auth.TokenInfo, e
 		}
 	}
 	if s.tenants != nil {
-		t, ok := s.tenants.forClaims(claims)
+		t, ok := s.tenants.ForClaims(claims)
 		if !ok {
 			return nil, &authError{http.StatusForbidden, "insufficient_scope", "the access token's claims match no tenant of the server's configuration"}
 		}
-		ti.Extra = map[string]any{tenantKey: t}
+		ti.Extra = map[string]any{tenancy.Key: t}
 	}
 	return ti, nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/orchestra-mcp/orchestra/config"
+	"github.com/orchestra-mcp/orchestra/server/tenancy"
 )
 
 // issuer is a fake authorization server: it signs tokens and publishes its
@@ -234,7 +235,7 @@ func TestJWTTenantByClaims(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.tenants = newTenantTable(map[string]config.Tenant{
+	s.tenants = tenancy.NewTable(map[string]config.Tenant{
 		"partners": {Match: config.TenantMatch{Claims: map[string]string{"org": "partner-co"}}},
 		"admins":   {Match: config.TenantMatch{Claims: map[string]string{"groups": "admin"}}},
 	})
@@ -253,7 +254,7 @@ func TestJWTTenantByClaims(t *testing.T) {
 			}
 			continue
 		}
-		if err != nil || tenantOf(ti) != tc.tenant || ti.UserID != "user-123" {
+		if err != nil || tenancy.Of(ti) != tc.tenant || ti.UserID != "user-123" {
 			t.Errorf("want tenant %s: %+v, %v", tc.tenant, ti, err)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 	"github.com/orchestra-mcp/orchestra/planner"
+	"github.com/orchestra-mcp/orchestra/server/tenancy"
 	"github.com/orchestra-mcp/orchestra/store"
 	"github.com/orchestra-mcp/orchestra/toolcontext"
 )
@@ -89,7 +90,7 @@ func (a *App) addInsightsResource() {
 		Description: "What past runs taught about each tool (validation errors a repair fixed, tool errors with their arguments, timeouts), the most seen first; the planner is shown those of the tools it offers.",
 		MIMEType:    "application/json",
 	}, func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-		ins, err := a.store.Insights(ctx, store.InsightQuery{Scope: CallerScope(req.Extra)})
+		ins, err := a.store.Insights(ctx, store.InsightQuery{Scope: tenancy.CallerScope(req.Extra)})
 		if err != nil {
 			return nil, err
 		}

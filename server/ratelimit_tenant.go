@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 
 	"github.com/orchestra-mcp/orchestra/config"
+	"github.com/orchestra-mcp/orchestra/server/tenancy"
 )
 
 // tenantLimits keeps one token bucket per tenant with a rate_limit, shared
@@ -41,7 +42,7 @@ func newTenantLimits(tenants map[string]config.Tenant, now func() time.Time) *te
 // Retry-After, as the per-client limit does, naming the tenant.
 func (tl *tenantLimits) limit(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tenant := tenantOf(auth.TokenInfoFromContext(r.Context()))
+		tenant := tenancy.Of(auth.TokenInfoFromContext(r.Context()))
 		l := tl.limiters[tenant]
 		if l == nil {
 			next.ServeHTTP(w, r)

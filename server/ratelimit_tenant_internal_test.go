@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/orchestra-mcp/orchestra/config"
+	"github.com/orchestra-mcp/orchestra/server/tenancy"
 )
 
 // TestTenantRateLimit: a tenant's rate_limit is one bucket for all its
@@ -26,7 +27,7 @@ func TestTenantRateLimit(t *testing.T) {
 		"a": {Match: config.TenantMatch{Tokens: []string{"alice", "carol"}}, RateLimit: &config.RateLimit{RequestsPerSecond: 1, Burst: 3}},
 		"b": {Match: config.TenantMatch{Tokens: []string{"bob"}}},
 	}
-	tokens.tenants = newTenantTable(tenants)
+	tokens.tenants = tenancy.NewTable(tenants)
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
 	perClient := newRateLimiter(1, 2, tokens)

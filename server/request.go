@@ -127,7 +127,7 @@ func validCallerID(s string) bool {
 }
 
 // withCaller records the authenticated caller of req, if any, as the
-// user id of its runs: their records belong to it (see CallerScope).
+// user id of its runs: their records belong to it (see tenancy.CallerScope).
 func withCaller(ctx context.Context, req *mcp.CallToolRequest) context.Context {
 	if req.Extra == nil || req.Extra.TokenInfo == nil || req.Extra.TokenInfo.UserID == "" {
 		return ctx

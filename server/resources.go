@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/orchestra-mcp/orchestra/server/tenancy"
 	"github.com/orchestra-mcp/orchestra/store"
 )
 
@@ -23,7 +24,7 @@ const defaultPage = 20
 // orchestra://executions lists recent runs, newest first, a page at a time
 // (orchestra://executions?cursor=...&limit=...&status=... for the others),
 // and orchestra://executions/{exec_id} is one run's envelope and steps. An
-// authenticated caller reads only the runs it started (CallerScope).
+// authenticated caller reads only the runs it started (tenancy.CallerScope).
 func (a *App) addResources() {
 	a.Server.AddResource(&mcp.Resource{
 		URI:         ExecutionsURI,
@@ -159,7 +160,7 @@ func ListPage(ctx context.Context, st *store.Store, opts store.ListOptions) (Exe
 
 func (a *App) readExecutions(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 	uri := req.Params.URI
-	opts := store.ListOptions{Limit: defaultPage, Scope: CallerScope(req.Extra)}
+	opts := store.ListOptions{Limit: defaultPage, Scope: tenancy.CallerScope(req.Extra)}
 	if _, query, ok := strings.Cut(uri, "?"); ok {
 		q, err := url.ParseQuery(query)
 		if err != nil {
@@ -191,7 +192,7 @@ func (a *App) readExecution(ctx context.Context, req *mcp.ReadResourceRequest) (
 	if err != nil || id == "" {
 		return nil, mcp.ResourceNotFoundError(uri)
 	}
-	run, steps, err := a.store.GetIn(ctx, CallerScope(req.Extra), id)
+	run, steps, err := a.store.GetIn(ctx, tenancy.CallerScope(req.Extra), id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, mcp.ResourceNotFoundError(uri)
 	}

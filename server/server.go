@@ -26,6 +26,7 @@ import (
 	"github.com/orchestra-mcp/orchestra/registry/builtin"
 	"github.com/orchestra-mcp/orchestra/registry/mcpserver"
 	"github.com/orchestra-mcp/orchestra/schemas"
+	"github.com/orchestra-mcp/orchestra/server/tenancy"
 	"github.com/orchestra-mcp/orchestra/store"
 	"github.com/orchestra-mcp/orchestra/telemetry"
 	"github.com/orchestra-mcp/orchestra/toolcontext"
@@ -113,7 +114,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	}
 	a.tokens = tokens
 	if tokens != nil {
-		tokens.tenants = newTenantTable(cfg.Tenants)
+		tokens.tenants = tenancy.NewTable(cfg.Tenants)
 	}
 	a.drain, a.cancel = context.WithCancel(context.Background())
 	if a.store, err = openStore(ctx, cfg, opts.Store, log); err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 	"github.com/orchestra-mcp/orchestra/planner"
 	"github.com/orchestra-mcp/orchestra/registry"
+	"github.com/orchestra-mcp/orchestra/server/tenancy"
 )
 
 // tenantPlanner is the planner of a tenant's prompts: offered only the
@@ -37,7 +38,7 @@ func newTenantPlanners(cfg *config.Config, cat *registry.Catalog, engine *orches
 		t := t
 		opts := global.options // the planner block's fallback, context budget and lessons
 		opts.Catalog, opts.Engine, opts.Model = cat, engine, tp.model
-		opts.Forbidden = func(n string) bool { return forbidden(n) || !allowTool(t, n) }
+		opts.Forbidden = func(n string) bool { return forbidden(n) || !tenancy.AllowsTool(t, n) }
 		opts.Attempts, opts.MaxToolSteps, opts.Logger = cfg.Limits.PlannerAttempts, cfg.Limits.MaxToolSteps, log.With("tenant", name)
 		tp.base = planner.New(opts)
 		out[name] = tp
@@ -49,7 +50,7 @@ func newTenantPlanners(cfg *config.Config, cat *registry.Catalog, engine *orches
 // or the global ones.
 func (a *App) plannerFor(req *mcp.CallToolRequest) (*planner.Planner, llm.Model) {
 	if req != nil && req.Extra != nil {
-		if tp, ok := a.tenantPlanners[tenantOf(req.Extra.TokenInfo)]; ok {
+		if tp, ok := a.tenantPlanners[tenancy.Of(req.Extra.TokenInfo)]; ok {
 			return tp.base, tp.model
 		}
 	}
