@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/orchestra-mcp/orchestra/internal/jsonrpcerr"
 	"github.com/orchestra-mcp/orchestra/registry/builtin"
 )
 
@@ -207,7 +208,7 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64, timeout time.
 	}
 	msg := fmt.Sprintf("%s is larger than the limit of %d bytes (server.max_request_bytes): send a smaller plan, pass large data by reference (a URL or a step that fetches it), or raise server.max_request_bytes in the configuration file", what, limit)
 	w.Header().Set("Connection", "close") // the rest of the body is not read
-	id, ok := requestID(data)
+	id, ok := jsonrpcerr.RequestID(data)
 	if !ok {
 		http.Error(w, msg, http.StatusRequestEntityTooLarge)
 		return nil, false
@@ -224,48 +225,11 @@ func writeError(w http.ResponseWriter, status int, id any, code int64, msg strin
 	case jsonrpc.ID:
 		rid = id
 	case json.RawMessage:
-		var v any
-		if json.Unmarshal(id, &v) == nil && v != nil {
-			rid, _ = jsonrpc.MakeID(v)
-		}
-	}
-	var resp []byte
-	if rid.IsValid() {
-		resp, _ = jsonrpc.EncodeMessage(&jsonrpc.Response{ID: rid, Error: &jsonrpc.Error{Code: code, Message: msg}})
-	} else {
-		resp, _ = json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": code, "message": msg}})
+		rid, _ = jsonrpcerr.RawID(id)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	w.Write(resp)
-}
-
-// requestID finds the id of the JSON-RPC request that data starts with.
-func requestID(data []byte) (jsonrpc.ID, bool) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return jsonrpc.ID{}, false
-	}
-	for dec.More() {
-		key, err := dec.Token()
-		if err != nil {
-			return jsonrpc.ID{}, false
-		}
-		if key != "id" {
-			var skip json.RawMessage
-			if err := dec.Decode(&skip); err != nil {
-				return jsonrpc.ID{}, false
-			}
-			continue
-		}
-		var v any
-		if err := dec.Decode(&v); err != nil || v == nil {
-			return jsonrpc.ID{}, false
-		}
-		id, err := jsonrpc.MakeID(v)
-		return id, err == nil
-	}
-	return jsonrpc.ID{}, false
+	w.Write(jsonrpcerr.Encode(rid, code, msg))
 }
 
 // ServeHTTP serves Streamable HTTP on ln until ctx is done, then shuts down
