@@ -61,7 +61,7 @@ func Secrets(cfg *config.Config) []string {
 			}
 		}
 		for _, t := range cfg.Server.Auth.Tokens {
-			if v, err := namedTokenValue(t, os.LookupEnv); err == nil {
+			if v, err := t.Value(os.LookupEnv); err == nil {
 				add(v)
 			}
 		}

@@ -55,6 +55,19 @@ func (a *App) orchestrateHandler() mcp.ToolHandler {
 	}
 }
 
+// callContext returns the context a tool call runs in: it ends when the
+// app drains (shutdown), and, for a call that arrived over HTTP, when the
+// client drops the connection or cancels the call.
+func (a *App) callContext(ctx context.Context, req *mcp.CallToolRequest) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	stopDrain := context.AfterFunc(a.drain, cancel)
+	stopHTTP := func() bool { return false }
+	if httpCtx, ok := a.calls.Context(req); ok {
+		stopHTTP = context.AfterFunc(httpCtx, cancel)
+	}
+	return ctx, func() { stopHTTP(); stopDrain(); cancel() }
+}
+
 // withHeaderDepth raises the depth in ctx to the one an HTTP request
 // carries in its Orchestra-Depth header: http_request sends it, so that a
 // plan that posts to an orchestra's /mcp (a request the _meta of which the

@@ -26,6 +26,7 @@ import (
 	"github.com/orchestra-mcp/orchestra/registry/builtin"
 	"github.com/orchestra-mcp/orchestra/registry/mcpserver"
 	"github.com/orchestra-mcp/orchestra/schemas"
+	"github.com/orchestra-mcp/orchestra/server/httpedge"
 	"github.com/orchestra-mcp/orchestra/server/tenancy"
 	"github.com/orchestra-mcp/orchestra/store"
 	"github.com/orchestra-mcp/orchestra/telemetry"
@@ -71,14 +72,14 @@ type App struct {
 	planner *plannerSetup
 	// tenantPlanners are the planners of the tenants' prompts, by tenant.
 	tenantPlanners map[string]*tenantPlanner
-	tenantRunning  tenantPlans // each tenant's running plans
-	tokens         *tokenSet   // nil without HTTP authentication
+	tenantRunning  tenantPlans      // each tenant's running plans
+	tokens         *httpedge.Tokens // nil without HTTP authentication
 	store          *store.Store
 	tel            *telemetry.Telemetry
 	secrets        []string // never logged to clients
 
-	logLevels logLevels // which clients receive logging notifications
-	calls     httpCalls // tools/call requests in flight over HTTP
+	logLevels logLevels      // which clients receive logging notifications
+	calls     httpedge.Calls // tools/call requests in flight over HTTP
 
 	downstream *mcpserver.Manager // nil without mcpServers
 	agents     []*agents.Agent    // the configured agents, sorted by name
@@ -108,14 +109,11 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		return nil, err
 	}
 	a := &App{Config: cfg, Catalog: cat, log: log, exposed: map[string]bool{}}
-	tokens, err := loadTokens(cfg.Server.Auth, os.LookupEnv)
+	tokens, err := httpedge.LoadTokens(cfg.Server.Auth, tenancy.NewTable(cfg.Tenants), os.LookupEnv)
 	if err != nil {
 		return nil, err
 	}
 	a.tokens = tokens
-	if tokens != nil {
-		tokens.tenants = tenancy.NewTable(cfg.Tenants)
-	}
 	a.drain, a.cancel = context.WithCancel(context.Background())
 	if a.store, err = openStore(ctx, cfg, opts.Store, log); err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package server
+package httpedge
 
 import (
 	"context"
@@ -303,9 +303,9 @@ func resourceMetadataURL(r *http.Request) string {
 	return scheme + "://" + r.Host + ProtectedResourcePath
 }
 
-// protectedResourceHandler serves the metadata document that tells an MCP
+// ProtectedResourceHandler serves the metadata document that tells an MCP
 // client which authorization server issues tokens for this server.
-func protectedResourceHandler(cfg config.JWT) http.Handler {
+func ProtectedResourceHandler(cfg config.JWT) http.Handler {
 	return auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
 		Resource:               cfg.Audience,
 		AuthorizationServers:   []string{cfg.Issuer},

@@ -1,4 +1,4 @@
-package server
+package httpedge
 
 import (
 	"fmt"
@@ -13,21 +13,21 @@ import (
 	"github.com/orchestra-mcp/orchestra/server/tenancy"
 )
 
-// tenantLimits keeps one token bucket per tenant with a rate_limit, shared
+// TenantLimits keep one token bucket per tenant with a rate_limit, shared
 // by all the tenant's callers: every token and JWT subject it matches. It
 // runs after authentication, which names the caller's tenant, and in
-// addition to the per-client limit (rateLimiter), which runs before it.
-type tenantLimits struct {
-	limiters map[string]*rateLimiter // by tenant
+// addition to the per-client limit (RateLimiter), which runs before it.
+type TenantLimits struct {
+	limiters map[string]*RateLimiter // by tenant
 }
 
-// newTenantLimits returns the limits of the tenants that set a rate_limit,
+// NewTenantLimits returns the limits of the tenants that set a rate_limit,
 // or nil when none does.
-func newTenantLimits(tenants map[string]config.Tenant, now func() time.Time) *tenantLimits {
-	tl := &tenantLimits{limiters: map[string]*rateLimiter{}}
+func NewTenantLimits(tenants map[string]config.Tenant, now func() time.Time) *TenantLimits {
+	tl := &TenantLimits{limiters: map[string]*RateLimiter{}}
 	for name, t := range tenants {
 		if rl := t.RateLimit; rl != nil && rl.RequestsPerSecond > 0 {
-			l := newRateLimiter(rl.RequestsPerSecond, rl.Burst, nil)
+			l := NewRateLimiter(rl.RequestsPerSecond, rl.Burst, nil)
 			l.now = now
 			tl.limiters[name] = l
 		}
@@ -38,9 +38,9 @@ func newTenantLimits(tenants map[string]config.Tenant, now func() time.Time) *te
 	return tl
 }
 
-// limit answers a request of a tenant over its rate with 429 and
+// Limit answers a request of a tenant over its rate with 429 and
 // Retry-After, as the per-client limit does, naming the tenant.
-func (tl *tenantLimits) limit(next http.Handler) http.Handler {
+func (tl *TenantLimits) Limit(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tenant := tenancy.Of(auth.TokenInfoFromContext(r.Context()))
 		l := tl.limiters[tenant]

@@ -1,4 +1,4 @@
-package server
+package httpedge
 
 import (
 	"bufio"
@@ -21,11 +21,11 @@ import (
 	"github.com/orchestra-mcp/orchestra/server/tenancy"
 )
 
-// tokenSet authenticates HTTP callers: static bearer tokens, kept as
+// Tokens authenticate HTTP callers: static bearer tokens, kept as
 // SHA-256 digests so that every comparison takes the same time whatever
 // the token's length, each with the name that is its holder's user id,
 // and, when server.auth.jwt is set, OAuth access tokens (JWTs).
-type tokenSet struct {
+type Tokens struct {
 	static  []staticToken
 	jwt     *jwtVerifier   // nil without server.auth.jwt
 	tenants *tenancy.Table // nil without tenants
@@ -38,9 +38,10 @@ type staticToken struct {
 	digest [sha256.Size]byte
 }
 
-// loadTokens reads the tokens that cfg names; it returns nil when
+// LoadTokens reads the tokens that cfg names, recognising their holders'
+// tenants in tenants (nil without tenants); it returns nil when
 // authentication is off, and an error when it is on and yields no token.
-func loadTokens(cfg config.Auth, lookup func(string) (string, bool)) (*tokenSet, error) {
+func LoadTokens(cfg config.Auth, tenants *tenancy.Table, lookup func(string) (string, bool)) (*Tokens, error) {
 	if !cfg.Enabled() {
 		return nil, nil
 	}
@@ -65,13 +66,13 @@ func loadTokens(cfg config.Auth, lookup func(string) (string, bool)) (*tokenSet,
 			}
 		}
 	}
-	s := &tokenSet{}
+	s := &Tokens{tenants: tenants}
 	for _, t := range tokens {
 		// An unnamed token's user id is a short hash of it: never the token.
 		s.static = append(s.static, staticToken{name: clientID(t), digest: sha256.Sum256([]byte(t))})
 	}
 	for _, nt := range cfg.Tokens {
-		v, err := namedTokenValue(nt, lookup)
+		v, err := nt.Value(lookup)
 		if err != nil {
 			return nil, err
 		}
@@ -87,38 +88,15 @@ func loadTokens(cfg config.Auth, lookup func(string) (string, bool)) (*tokenSet,
 	return s, nil
 }
 
-// namedTokenValue reads a named token from its variable or file.
-func namedTokenValue(nt config.NamedToken, lookup func(string) (string, bool)) (string, error) {
-	var v string
-	if nt.TokenEnv != "" {
-		val, ok := lookup(nt.TokenEnv)
-		if !ok {
-			return "", fmt.Errorf("server.auth.tokens: the token of %s names %s, which is not set", nt.Name, nt.TokenEnv)
-		}
-		v = val
-	} else {
-		data, err := os.ReadFile(nt.TokenFile)
-		if err != nil {
-			return "", fmt.Errorf("server.auth.tokens: the token of %s: %w", nt.Name, err)
-		}
-		v = string(data)
-	}
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return "", fmt.Errorf("server.auth.tokens: the token of %s is empty", nt.Name)
-	}
-	return v, nil
-}
-
 // match reports whether token is one of the static tokens, comparing
 // against every one in constant time.
-func (s *tokenSet) match(token string) bool {
+func (s *Tokens) match(token string) bool {
 	_, ok := s.lookup(token)
 	return ok
 }
 
 // lookup returns the name of the static token token, if it is one.
-func (s *tokenSet) lookup(token string) (string, bool) {
+func (s *Tokens) lookup(token string) (string, bool) {
 	d := sha256.Sum256([]byte(token))
 	name, found := "", 0
 	for _, t := range s.static {
@@ -146,13 +124,13 @@ func bearer(r *http.Request) (string, bool) {
 	return token, token != ""
 }
 
-// requireToken answers requests without a valid bearer token with 401
+// RequireToken answers requests without a valid bearer token with 401
 // and WWW-Authenticate (naming the protected resource metadata when JWTs
 // are accepted), and those whose token lacks a required scope with 403.
 // Accepted requests carry the SDK's token info: its user id is the
 // caller's (a token's name, a JWT's sub), which ties a session to the
 // caller that opened it, and its Extra holds the caller's tenant.
-func (s *tokenSet) requireToken(next http.Handler) http.Handler {
+func (s *Tokens) RequireToken(next http.Handler) http.Handler {
 	verify := func(_ context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
 		if ti, ok := r.Context().Value(verifiedKey{}).(*auth.TokenInfo); ok {
 			return ti, nil
@@ -180,7 +158,7 @@ func (s *tokenSet) requireToken(next http.Handler) http.Handler {
 	})
 }
 
-// verifiedKey carries the token info requireToken verified to the SDK's
+// verifiedKey carries the token info RequireToken verified to the SDK's
 // middleware.
 type verifiedKey struct{}
 
@@ -194,7 +172,7 @@ type authError struct {
 func (e *authError) Error() string { return e.msg }
 
 // verify returns the token info of token: a static token's, or a JWT's.
-func (s *tokenSet) verify(ctx context.Context, token string) (*auth.TokenInfo, error) {
+func (s *Tokens) verify(ctx context.Context, token string) (*auth.TokenInfo, error) {
 	if name, ok := s.lookup(token); ok {
 		ti := &auth.TokenInfo{UserID: name, Scopes: s.scopes, Expiration: time.Now().Add(24 * time.Hour)}
 		if s.tenants != nil {
@@ -224,7 +202,11 @@ func (s *tokenSet) verify(ctx context.Context, token string) (*auth.TokenInfo, e
 	return ti, nil
 }
 
-func (s *tokenSet) jwtHint() string {
+// AcceptsJWT reports whether OAuth access tokens are accepted
+// (server.auth.jwt): the protected resource metadata is then served.
+func (s *Tokens) AcceptsJWT() bool { return s.jwt != nil }
+
+func (s *Tokens) jwtHint() string {
 	if s.jwt == nil {
 		return ""
 	}
@@ -234,7 +216,7 @@ func (s *tokenSet) jwtHint() string {
 // challenge answers a refused request with status and the
 // WWW-Authenticate header of RFC 6750, which names the protected resource
 // metadata (RFC 9728) when JWTs are accepted.
-func (s *tokenSet) challenge(w http.ResponseWriter, r *http.Request, status int, code, msg string) {
+func (s *Tokens) challenge(w http.ResponseWriter, r *http.Request, status int, code, msg string) {
 	params := []string{`realm="orchestra"`}
 	if code != "" {
 		params = append(params, fmt.Sprintf("error=%q", code))

@@ -1,4 +1,4 @@
-package server
+package httpedge
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 // RequestExtra. A value a client sends under this name is removed first.
 const callHeader = "X-Orchestra-Call"
 
-// httpCalls ties each tools/call request that arrives over HTTP to the
+// Calls tie each tools/call request that arrives over HTTP to the
 // connection that carries it, on every protocol version and with or
 // without sessions:
 //
@@ -32,7 +32,7 @@ const callHeader = "X-Orchestra-Call"
 // within the client's session. Without sessions, the call is found by the
 // id, the caller's credential and its address; when that still matches more
 // than one call in flight, none is cancelled rather than someone else's.
-type httpCalls struct {
+type Calls struct {
 	mu    sync.Mutex
 	seq   uint64
 	byTok map[string]*httpCall
@@ -55,7 +55,7 @@ type httpCall struct {
 
 // start registers a call carried by r and returns it with the token that
 // names it in callHeader.
-func (c *httpCalls) start(r *http.Request, key callKey) (*httpCall, string) {
+func (c *Calls) start(r *http.Request, key callKey) (*httpCall, string) {
 	ctx, cancel := context.WithCancel(r.Context())
 	call := &httpCall{key: key, ctx: ctx, cancel: cancel}
 	c.mu.Lock()
@@ -72,7 +72,7 @@ func (c *httpCalls) start(r *http.Request, key callKey) (*httpCall, string) {
 }
 
 // end forgets the call tok names, once its request is answered.
-func (c *httpCalls) end(tok string) {
+func (c *Calls) end(tok string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	call, ok := c.byTok[tok]
@@ -97,7 +97,7 @@ func (c *httpCalls) end(tok string) {
 
 // cancelled cancels the call key names, when exactly one does, and
 // reports whether it did.
-func (c *httpCalls) cancelled(key callKey) bool {
+func (c *Calls) cancelled(key callKey) bool {
 	c.mu.Lock()
 	calls := c.byKey[key]
 	var call *httpCall
@@ -113,9 +113,9 @@ func (c *httpCalls) cancelled(key callKey) bool {
 	return true
 }
 
-// context returns the context of the call that req arrived in, if it
+// Context returns the context of the call that req arrived in, if it
 // arrived over HTTP.
-func (c *httpCalls) context(req *mcp.CallToolRequest) (context.Context, bool) {
+func (c *Calls) Context(req *mcp.CallToolRequest) (context.Context, bool) {
 	if req == nil || req.Extra == nil || req.Extra.Header == nil {
 		return nil, false
 	}
@@ -193,17 +193,4 @@ func canonicalID(raw json.RawMessage) (string, bool) {
 	}
 	data, err := json.Marshal(id.Raw())
 	return string(data), err == nil
-}
-
-// callContext returns the context a tool call runs in: it ends when the
-// app drains (shutdown), and, for a call that arrived over HTTP, when the
-// client drops the connection or cancels the call.
-func (a *App) callContext(ctx context.Context, req *mcp.CallToolRequest) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(ctx)
-	stopDrain := context.AfterFunc(a.drain, cancel)
-	stopHTTP := func() bool { return false }
-	if httpCtx, ok := a.calls.context(req); ok {
-		stopHTTP = context.AfterFunc(httpCtx, cancel)
-	}
-	return ctx, func() { stopHTTP(); stopDrain(); cancel() }
 }

@@ -1,4 +1,4 @@
-package server
+package httpedge
 
 import (
 	"fmt"
@@ -13,13 +13,13 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// rateLimiter keeps one token bucket per client: a client is its bearer
+// RateLimiter keeps one token bucket per client: a client is its bearer
 // token when it has a valid one, else its remote address. Buckets idle for
 // longer than idleAfter are dropped.
-type rateLimiter struct {
+type RateLimiter struct {
 	rps    rate.Limit
 	burst  int
-	tokens *tokenSet // nil without authentication
+	tokens *Tokens // nil without authentication
 	now    func() time.Time
 
 	mu      sync.Mutex
@@ -35,19 +35,22 @@ type clientBucket struct {
 // idleAfter is how long a client's bucket is kept after its last request.
 const idleAfter = 10 * time.Minute
 
-func newRateLimiter(rps float64, burst int, tokens *tokenSet) *rateLimiter {
+// NewRateLimiter returns a limit of rps requests per second, in bursts
+// of burst (default: rps rounded up), for each client: a client is its
+// bearer token when tokens accept it, else its remote address.
+func NewRateLimiter(rps float64, burst int, tokens *Tokens) *RateLimiter {
 	if burst <= 0 {
 		burst = max(1, int(math.Ceil(rps)))
 	}
-	return &rateLimiter{rps: rate.Limit(rps), burst: burst, tokens: tokens, now: time.Now, clients: map[string]*clientBucket{}}
+	return &RateLimiter{rps: rate.Limit(rps), burst: burst, tokens: tokens, now: time.Now, clients: map[string]*clientBucket{}}
 }
 
 // key names the client of r.
-func (l *rateLimiter) key(r *http.Request) string { return clientKey(r, l.tokens) }
+func (l *RateLimiter) key(r *http.Request) string { return clientKey(r, l.tokens) }
 
 // clientKey names the client of r: its bearer token when tokens accept it,
 // otherwise its remote address.
-func clientKey(r *http.Request, tokens *tokenSet) string {
+func clientKey(r *http.Request, tokens *Tokens) string {
 	if tokens != nil {
 		if tok, ok := bearer(r); ok && (tokens.match(tok) || tokens.jwt != nil && strings.Count(tok, ".") == 2) {
 			return clientID(tok) // a JWT that does not verify is refused after this, at no cost to its holder's peers
@@ -62,7 +65,7 @@ func clientKey(r *http.Request, tokens *tokenSet) string {
 
 // allow takes a token from the client's bucket, or returns how long the
 // client must wait for one.
-func (l *rateLimiter) allow(key string) (bool, time.Duration) {
+func (l *RateLimiter) allow(key string) (bool, time.Duration) {
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -91,8 +94,8 @@ func (l *rateLimiter) allow(key string) (bool, time.Duration) {
 	return true, 0
 }
 
-// limit answers a client over its rate with 429 and Retry-After.
-func (l *rateLimiter) limit(next http.Handler) http.Handler {
+// Limit answers a client over its rate with 429 and Retry-After.
+func (l *RateLimiter) Limit(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ok, wait := l.allow(l.key(r))
 		if ok {

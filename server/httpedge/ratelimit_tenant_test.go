@@ -1,4 +1,4 @@
-package server
+package httpedge
 
 import (
 	"net/http"
@@ -17,9 +17,9 @@ import (
 // back; the bucket refills with time (an injected clock: no sleeps).
 func TestTenantRateLimit(t *testing.T) {
 	secrets := map[string]string{"ALICE": "alice-secret", "CAROL": "carol-secret", "BOB": "bob-secret"}
-	tokens, err := loadTokens(config.Auth{Tokens: []config.NamedToken{
+	tokens, err := LoadTokens(config.Auth{Tokens: []config.NamedToken{
 		{Name: "alice", TokenEnv: "ALICE"}, {Name: "carol", TokenEnv: "CAROL"}, {Name: "bob", TokenEnv: "BOB"},
-	}}, func(k string) (string, bool) { v, ok := secrets[k]; return v, ok })
+	}}, nil, func(k string) (string, bool) { v, ok := secrets[k]; return v, ok })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,11 +30,11 @@ func TestTenantRateLimit(t *testing.T) {
 	tokens.tenants = tenancy.NewTable(tenants)
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
-	perClient := newRateLimiter(1, 2, tokens)
+	perClient := NewRateLimiter(1, 2, tokens)
 	perClient.now = clock
 	served := 0
 	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { served++ })
-	h := perClient.limit(tokens.requireToken(newTenantLimits(tenants, clock).limit(ok)))
+	h := perClient.Limit(tokens.RequireToken(NewTenantLimits(tenants, clock).Limit(ok)))
 
 	send := func(who string) (int, string, string) {
 		r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader("{}"))

@@ -1,4 +1,4 @@
-package server
+package httpedge
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"math/big"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -98,14 +99,15 @@ func TestJWTResourceServer(t *testing.T) {
 	is := newIssuer(t)
 	k1, other := newRSAKey(t), newRSAKey(t)
 	is.publish(map[string]*rsa.PrivateKey{"k1": k1})
-	cfg := config.Default()
-	cfg.Server.Auth.JWT = &config.JWT{Issuer: testIssuer, Audience: testAudience, JWKSURL: is.srv.URL, RequiredScopes: []string{"orchestra:run"}}
-	app, err := New(t.Context(), cfg, Options{Version: "test"})
+	cfg := config.Auth{JWT: &config.JWT{Issuer: testIssuer, Audience: testAudience, JWKSURL: is.srv.URL, RequiredScopes: []string{"orchestra:run"}}}
+	tokens, err := LoadTokens(cfg, nil, os.LookupEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { app.Close() })
-	srv := httptest.NewServer(app.HTTPHandler(HTTPOptions{}))
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", tokens.RequireToken(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})))
+	mux.Handle(ProtectedResourcePath, ProtectedResourceHandler(*cfg.JWT))
+	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 
 	post := func(token string) (*http.Response, string) {
@@ -177,7 +179,7 @@ func TestJWTResourceServer(t *testing.T) {
 
 	// Rotation: the issuer replaces k1 with k2; a token signed with k2 is
 	// accepted once the keys are fetched again, and k1's are refused.
-	app.tokens.jwt.minRefresh = 0
+	tokens.jwt.minRefresh = 0
 	k2 := newRSAKey(t)
 	is.publish(map[string]*rsa.PrivateKey{"k2": k2})
 	if resp, body := post(sign(t, "k2", k2, claims(nil))); resp.StatusCode != http.StatusOK {
@@ -231,7 +233,7 @@ func TestJWTTenantByClaims(t *testing.T) {
 	k1 := newRSAKey(t)
 	is.publish(map[string]*rsa.PrivateKey{"k1": k1})
 	auth := config.Auth{JWT: &config.JWT{Issuer: testIssuer, Audience: testAudience, JWKSURL: is.srv.URL}}
-	s, err := loadTokens(auth, func(string) (string, bool) { return "", false })
+	s, err := LoadTokens(auth, nil, func(string) (string, bool) { return "", false })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package server
+package httpedge
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/orchestra-mcp/orchestra/config"
 )
 
 // limitListener caps the connections a listener holds open: max in all
@@ -23,6 +25,13 @@ type limitListener struct {
 	byHost  map[string]int
 	refused int // since the last warning
 	warned  time.Time
+}
+
+// LimitConnections caps the connections ln holds open as cfg says:
+// server.max_connections in all, lowered to fit the process's limit of
+// open files, and server.max_connections_per_client from one address.
+func LimitConnections(ln net.Listener, cfg config.Server, log *slog.Logger) net.Listener {
+	return newLimitListener(ln, connectionCap(cfg.MaxConnections, openFileLimit(), log), cfg.MaxConnectionsPerClient, log)
 }
 
 func newLimitListener(ln net.Listener, max, perClient int, log *slog.Logger) net.Listener {
@@ -107,4 +116,23 @@ func (c *limitConn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(func() { c.l.release(c.host) })
 	return err
+}
+
+// fileReserve is how many open files are kept for what is not an HTTP
+// connection: the store, downstream servers, logs.
+const fileReserve = 256
+
+// connectionCap returns the connection cap to enforce: server.max_connections,
+// lowered to fit the process's limit of open files when that is lower, so
+// that connections can never exhaust the descriptors everything else needs.
+func connectionCap(configured, files int, log *slog.Logger) int {
+	if files <= 0 {
+		return configured
+	}
+	fit := max(files-fileReserve, files/2)
+	if configured <= 0 || configured > fit {
+		log.Info("connection cap lowered to fit the limit of open files", "max_connections", configured, "open_file_limit", files, "cap", fit)
+		return fit
+	}
+	return configured
 }
