@@ -14,6 +14,7 @@ import (
 	"github.com/orchestra-mcp/orchestra/internal/version"
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 	"github.com/orchestra-mcp/orchestra/server"
+	"github.com/orchestra-mcp/orchestra/server/secrets"
 	"github.com/orchestra-mcp/orchestra/store"
 )
 
@@ -112,7 +113,7 @@ func (cf *commonFlags) load(env *cliEnv) (*config.Config, *slog.Logger, bool) {
 	if cf.logFormat == "json" {
 		h = slog.NewJSONHandler(w, hopts)
 	}
-	return cfg, slog.New(server.NewRedactingHandler(h, server.Secrets(cfg))), true
+	return cfg, slog.New(secrets.NewHandler(h, secrets.Of(cfg))), true
 }
 
 func newApp(ctx context.Context, env *cliEnv, cfg *config.Config, logger *slog.Logger) (*server.App, bool) {

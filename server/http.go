@@ -34,7 +34,7 @@ type HTTPOptions struct {
 func (a *App) HTTPHandler(opts HTTPOptions) http.Handler {
 	cfg := a.Config.Server
 	if opts.Stateless {
-		a.logLevels.stateless.Store(true)
+		a.logLevels.SetStateless()
 	}
 	var idle time.Duration
 	if cfg.SessionTimeout != nil {

@@ -11,6 +11,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/orchestra-mcp/orchestra/orchestrate"
+	"github.com/orchestra-mcp/orchestra/server/progress"
+	"github.com/orchestra-mcp/orchestra/server/runlog"
 	"github.com/orchestra-mcp/orchestra/toolcontext"
 )
 
@@ -37,10 +39,10 @@ func (a *App) orchestrateHandler() mcp.ToolHandler {
 			}
 			defer a.tenantRunning.done(ids.Tenant)
 		}
-		if p := newProgress(ctx, req); p != nil {
-			ro.Hooks = p.hooks()
+		if p := progress.For(ctx, req); p != nil {
+			ro.Hooks = p.Hooks()
 		}
-		ro.Hooks = orchestrate.ComposeHooks(ro.Hooks, clientLogHooks(ctx, req, a.secrets, &a.logLevels))
+		ro.Hooks = orchestrate.ComposeHooks(ro.Hooks, runlog.ClientHooks(ctx, req, a.secrets, &a.logLevels))
 		ro.Elicit = elicitFor(req)
 		e := a.Engine.With(ro)
 		return e.Handler(orchestrate.HandlerOptions{
@@ -66,6 +68,31 @@ func (a *App) callContext(ctx context.Context, req *mcp.CallToolRequest) (contex
 		stopHTTP = context.AfterFunc(httpCtx, cancel)
 	}
 	return ctx, func() { stopHTTP(); stopDrain(); cancel() }
+}
+
+// elicitFor returns how ask_user asks the user of req's client: MCP
+// elicitation, when the client declared it and its protocol lets a tool
+// handler send requests (before 2026-07-28); nil otherwise, and ask_user
+// then pauses the run for the client to answer.
+func elicitFor(req *mcp.CallToolRequest) orchestrate.Elicit {
+	if req == nil || req.Session == nil {
+		return nil
+	}
+	ip := req.Session.InitializeParams()
+	if ip == nil || ip.Capabilities == nil || ip.Capabilities.Elicitation == nil || ip.ProtocolVersion == "" || ip.ProtocolVersion >= "2026-07-28" {
+		return nil
+	}
+	ss := req.Session
+	return func(ctx context.Context, message string, schema map[string]any) (string, map[string]any, error) {
+		if schema == nil {
+			schema = map[string]any{"type": "object", "properties": map[string]any{}}
+		}
+		res, err := ss.Elicit(ctx, &mcp.ElicitParams{Message: message, RequestedSchema: schema})
+		if err != nil {
+			return "", nil, err
+		}
+		return res.Action, res.Content, nil
+	}
 }
 
 // withHeaderDepth raises the depth in ctx to the one an HTTP request

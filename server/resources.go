@@ -17,6 +17,16 @@ import (
 	"github.com/orchestra-mcp/orchestra/store"
 )
 
+// ExecutionsURI is the MCP resource that lists execution records, newest
+// first; RecordURI names one record.
+const ExecutionsURI = "orchestra://executions"
+
+// RecordURI is the MCP resource of the execution record of run execID.
+func RecordURI(execID string) string { return ExecutionsURI + "/" + execID }
+
+// InsightsURI is the MCP resource of the insights learned from past runs.
+const InsightsURI = "orchestra://insights"
+
 // defaultPage is how many runs a page of orchestra://executions lists.
 const defaultPage = 20
 
@@ -210,4 +220,27 @@ func jsonResource(uri string, v any) (*mcp.ReadResourceResult, error) {
 		return nil, fmt.Errorf("encoding %s: %w", uri, err)
 	}
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "application/json", Text: string(data)}}}, nil
+}
+
+// InsightsPage is the content of orchestra://insights.
+type InsightsPage struct {
+	Insights []store.Insight `json:"insights"`
+}
+
+// addInsightsResource serves orchestra://insights: the lessons learned from
+// past runs, the most seen first. An authenticated caller reads its own.
+func (a *App) addInsightsResource() {
+	a.Server.AddResource(&mcp.Resource{
+		URI:         InsightsURI,
+		Name:        "insights",
+		Title:       "Lessons from past runs",
+		Description: "What past runs taught about each tool (validation errors a repair fixed, tool errors with their arguments, timeouts), the most seen first; the planner is shown those of the tools it offers.",
+		MIMEType:    "application/json",
+	}, func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		ins, err := a.store.Insights(ctx, store.InsightQuery{Scope: tenancy.CallerScope(req.Extra)})
+		if err != nil {
+			return nil, err
+		}
+		return jsonResource(req.Params.URI, InsightsPage{Insights: ins})
+	})
 }

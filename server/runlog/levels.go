@@ -1,4 +1,4 @@
-package server
+package runlog
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// logLevels knows which sessions can receive logging notifications, so that
+// Levels knows which sessions can receive logging notifications, so that
 // the lines of a run are formatted only for a client that will get them.
 //
 // The SDK drops every notification of a session whose client never set a
@@ -23,7 +23,7 @@ import (
 // lines when it set a level on its session (logging/setLevel), when its
 // request carries one in _meta (protocol 2026-07-28), or when the session
 // is one of stateless HTTP's, which the SDK gives the level info.
-type logLevels struct {
+type Levels struct {
 	set       sync.Map // weak.Pointer[mcp.ServerSession] -> struct{}
 	stateless atomic.Bool
 }
@@ -31,9 +31,9 @@ type logLevels struct {
 // mcpLevels are the levels of the MCP specification, most verbose first.
 var mcpLevels = []mcp.LoggingLevel{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
 
-// middleware refuses a logging/setLevel whose level the specification
+// Middleware refuses a logging/setLevel whose level the specification
 // does not define, and notes the sessions whose client set a level.
-func (l *logLevels) middleware(next mcp.MethodHandler) mcp.MethodHandler {
+func (l *Levels) Middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if method == "logging/setLevel" {
 			if r, ok := req.(*mcp.ServerRequest[*mcp.SetLoggingLevelParams]); ok && r.Params != nil && !slices.Contains(mcpLevels, r.Params.Level) {
@@ -54,9 +54,13 @@ func (l *logLevels) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
+// SetStateless records that HTTP is served without sessions: the SDK gives
+// stateless sessions the level info, so their clients receive lines.
+func (l *Levels) SetStateless() { l.stateless.Store(true) }
+
 // wanted reports whether the client of req may receive logging
 // notifications.
-func (l *logLevels) wanted(req *mcp.CallToolRequest) bool {
+func (l *Levels) wanted(req *mcp.CallToolRequest) bool {
 	if req == nil || req.Session == nil {
 		return false
 	}

@@ -1,4 +1,4 @@
-package server
+package records
 
 import (
 	"context"
@@ -6,26 +6,29 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path"
 	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 	"github.com/orchestra-mcp/orchestra/store"
 	"github.com/orchestra-mcp/orchestra/toolcontext"
 )
 
-// pauses keeps paused runs, and the requests of runs that may be resumed,
+// Pauses keep paused runs, and the requests of runs that may be resumed,
 // in the execution store: a paused run survives a restart of orchestra.
 // A run is read in its caller's scope: an authenticated caller resumes
 // only its own runs (another's are unknown_run).
-type pauses struct {
+type Pauses struct {
 	st  *store.Store
 	log *slog.Logger
 }
 
-func (p *pauses) Keep(ctx context.Context, execID string, req *orchestrate.Request) {
+// NewPauses returns the pauses of the runs kept in st.
+func NewPauses(st *store.Store, log *slog.Logger) *Pauses {
+	return &Pauses{st: st, log: log}
+}
+
+// Keep implements orchestrate.Pauses.
+func (p *Pauses) Keep(ctx context.Context, execID string, req *orchestrate.Request) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
 	defer cancel()
 	if err := p.st.QueueKeepRequest(ctx, execID, marshal(req)); err != nil {
@@ -33,13 +36,15 @@ func (p *pauses) Keep(ctx context.Context, execID string, req *orchestrate.Reque
 	}
 }
 
-func (p *pauses) Pause(ctx context.Context, execID string, req *orchestrate.Request, pending []*orchestrate.PendingCall, expires time.Time) error {
+// Pause implements orchestrate.Pauses.
+func (p *Pauses) Pause(ctx context.Context, execID string, req *orchestrate.Request, pending []*orchestrate.PendingCall, expires time.Time) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
 	defer cancel()
 	return p.st.Pause(ctx, execID, marshal(req), marshal(pending), expires)
 }
 
-func (p *pauses) Load(ctx context.Context, execID string) (*orchestrate.Checkpoint, error) {
+// Load implements orchestrate.Pauses.
+func (p *Pauses) Load(ctx context.Context, execID string) (*orchestrate.Checkpoint, error) {
 	res, err := p.st.ResumableIn(ctx, callerScope(ctx), execID)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, orchestrate.ErrNoCheckpoint
@@ -82,7 +87,8 @@ func (p *pauses) Load(ctx context.Context, execID string) (*orchestrate.Checkpoi
 	return cp, nil
 }
 
-func (p *pauses) Claim(ctx context.Context, cp *orchestrate.Checkpoint, event string, steps []string) error {
+// Claim implements orchestrate.Pauses.
+func (p *Pauses) Claim(ctx context.Context, cp *orchestrate.Checkpoint, event string, steps []string) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
 	defer cancel()
 	err := p.st.Claim(ctx, cp.ExecID, cp.Claims, event, marshal(map[string]any{"results": steps}))
@@ -104,7 +110,7 @@ func callerScope(ctx context.Context) store.Scope {
 
 // runPaused records the steps that wait for the client as such, and
 // waits (briefly) for the records to be committed, like a run's end.
-func (rc *recorder) runPaused(i orchestrate.RunPausedInfo) {
+func (rc *Recorder) runPaused(i orchestrate.RunPausedInfo) {
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
 	var walk func(rs []*orchestrate.StepRecord)
@@ -124,45 +130,4 @@ func (rc *recorder) runPaused(i orchestrate.RunPausedInfo) {
 	wctx, wcancel := context.WithTimeout(context.Background(), finishWait)
 	defer wcancel()
 	_ = rc.st.Flush(wctx)
-}
-
-// elicitFor returns how ask_user asks the user of req's client: MCP
-// elicitation, when the client declared it and its protocol lets a tool
-// handler send requests (before 2026-07-28); nil otherwise, and ask_user
-// then pauses the run for the client to answer.
-func elicitFor(req *mcp.CallToolRequest) orchestrate.Elicit {
-	if req == nil || req.Session == nil {
-		return nil
-	}
-	ip := req.Session.InitializeParams()
-	if ip == nil || ip.Capabilities == nil || ip.Capabilities.Elicitation == nil || ip.ProtocolVersion == "" || ip.ProtocolVersion >= "2026-07-28" {
-		return nil
-	}
-	ss := req.Session
-	return func(ctx context.Context, message string, schema map[string]any) (string, map[string]any, error) {
-		if schema == nil {
-			schema = map[string]any{"type": "object", "properties": map[string]any{}}
-		}
-		res, err := ss.Elicit(ctx, &mcp.ElicitParams{Message: message, RequestedSchema: schema})
-		if err != nil {
-			return "", nil, err
-		}
-		return res.Action, res.Content, nil
-	}
-}
-
-// clientFinal returns whether the configuration marks a tool client-final
-// (client_final_tools, globs over tool names).
-func clientFinal(globs []string) func(string) bool {
-	if len(globs) == 0 {
-		return nil
-	}
-	return func(name string) bool {
-		for _, g := range globs {
-			if ok, _ := path.Match(g, name); ok {
-				return true
-			}
-		}
-		return false
-	}
 }

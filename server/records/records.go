@@ -1,4 +1,4 @@
-package server
+package records
 
 import (
 	"context"
@@ -6,61 +6,33 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/orchestra-mcp/orchestra/config"
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 	"github.com/orchestra-mcp/orchestra/store"
 )
-
-// ExecutionsURI is the MCP resource that lists execution records, newest
-// first; RecordURI names one record.
-const ExecutionsURI = "orchestra://executions"
-
-// RecordURI is the MCP resource of the execution record of run execID.
-func RecordURI(execID string) string { return ExecutionsURI + "/" + execID }
-
-// openStore opens the execution store at path: opts.Store, else the
-// configuration's store.path, else memory.
-func openStore(ctx context.Context, cfg *config.Config, path string, log *slog.Logger) (*store.Store, error) {
-	if path == "" {
-		path = cfg.Store.Path
-	}
-	if path == "" {
-		path = store.Memory
-	}
-	// A server asked to stop as it starts still opens its store: it
-	// recovers the runs a crash left and closes cleanly.
-	return store.Open(context.WithoutCancel(ctx), path, store.Options{
-		Retention: store.Retention{MaxAge: cfg.Store.Retention.MaxAge.D(), MaxRuns: cfg.Store.Retention.MaxRuns},
-		Logger:    log,
-		Lease:     cfg.Store.Lease.D(),
-	})
-}
-
-// Store returns the app's execution store.
-func (a *App) Store() *store.Store { return a.store }
 
 // storeTimeout bounds how long a run waits for room in the store's write
 // queue; the writes themselves happen off the run's path.
 const storeTimeout = 10 * time.Second
 
-// recorder keeps the execution records through the engine's hooks: it
+// Recorder keeps the execution records through the engine's hooks: it
 // queues a run's start, each step as it starts and as it ends (every step
 // ends once, skipped ones too, with its final record), which the store's
 // writer commits in the background, and the run's end with the envelope,
 // whose commit it waits for (finishWait at most): the response comes after
 // it. Reads of the store wait for the queued writes, so a record read after
 // a response is complete.
-type recorder struct {
+type Recorder struct {
 	st  *store.Store
 	log *slog.Logger
 }
 
-func newRecorder(st *store.Store, log *slog.Logger) *recorder {
-	return &recorder{st: st, log: log}
+// NewRecorder returns the recorder of the runs into st.
+func NewRecorder(st *store.Store, log *slog.Logger) *Recorder {
+	return &Recorder{st: st, log: log}
 }
 
-// hooks returns the engine hooks that write the records.
-func (rc *recorder) hooks() *orchestrate.Hooks {
+// Hooks returns the engine hooks that write the records.
+func (rc *Recorder) Hooks() *orchestrate.Hooks {
 	return &orchestrate.Hooks{
 		RunStarted:  rc.runStarted,
 		StepStarted: func(i orchestrate.StepStartedInfo) { rc.step(i.Run, i.Step) },
@@ -70,7 +42,7 @@ func (rc *recorder) hooks() *orchestrate.Hooks {
 	}
 }
 
-func (rc *recorder) runStarted(i orchestrate.RunStartedInfo) {
+func (rc *Recorder) runStarted(i orchestrate.RunStartedInfo) {
 	info := i.Run
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
@@ -87,7 +59,7 @@ func (rc *recorder) runStarted(i orchestrate.RunStartedInfo) {
 	}
 }
 
-func (rc *recorder) step(info *orchestrate.RunInfo, rec *orchestrate.StepRecord) {
+func (rc *Recorder) step(info *orchestrate.RunInfo, rec *orchestrate.StepRecord) {
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
 	// A step's output is marshaled here, not by the store's writer: a
@@ -98,7 +70,7 @@ func (rc *recorder) step(info *orchestrate.RunInfo, rec *orchestrate.StepRecord)
 	}
 }
 
-func (rc *recorder) runFinished(i orchestrate.RunFinishedInfo) {
+func (rc *Recorder) runFinished(i orchestrate.RunFinishedInfo) {
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
 	env := i.Envelope
@@ -135,7 +107,7 @@ func (rc *recorder) runFinished(i orchestrate.RunFinishedInfo) {
 // end.
 const finishWait = 250 * time.Millisecond
 
-func (rc *recorder) warn(what string, info *orchestrate.RunInfo, err error) {
+func (rc *Recorder) warn(what string, info *orchestrate.RunInfo, err error) {
 	rc.log.Warn(what, "request_id", info.IDs.RequestID, "exec_id", info.ExecID, "step_id", "", "tool", info.Source, "err", err)
 }
 

@@ -1,4 +1,4 @@
-package server
+package runlog
 
 import (
 	"context"
@@ -11,9 +11,9 @@ import (
 // once it asked for a level: the SDK's handler says it is enabled either
 // way.
 func TestLogLevelsWanted(t *testing.T) {
-	var levels logLevels
+	var levels Levels
 	srv := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, &mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}}})
-	srv.AddReceivingMiddleware(levels.middleware)
+	srv.AddReceivingMiddleware(levels.Middleware)
 	var wanted []bool
 	srv.AddTool(&mcp.Tool{Name: "probe", InputSchema: map[string]any{"type": "object"}}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		wanted = append(wanted, levels.wanted(req))
@@ -47,10 +47,10 @@ func TestLogLevelsWanted(t *testing.T) {
 			t.Fatalf("wanted = %v, want %v (no level, a level in _meta, after logging/setLevel)", wanted, want)
 		}
 	}
-	if (&logLevels{}).wanted(&mcp.CallToolRequest{Session: ss, Params: &mcp.CallToolParamsRaw{}}) {
+	if (&Levels{}).wanted(&mcp.CallToolRequest{Session: ss, Params: &mcp.CallToolParamsRaw{}}) {
 		t.Error("a session of another tracker is wanted")
 	}
-	stateless := &logLevels{}
+	stateless := &Levels{}
 	stateless.stateless.Store(true)
 	if !stateless.wanted(&mcp.CallToolRequest{Session: ss, Params: &mcp.CallToolParamsRaw{}}) {
 		t.Error("stateless HTTP sessions, which the SDK gives the level info, are not wanted")

@@ -1,4 +1,4 @@
-package server
+package progress
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 )
 
-// progress sends the notifications/progress of one request whose caller
+// Notifier sends the notifications/progress of one request whose caller
 // sent a progress token.
 //
 // The rule: one notification when a step starts, and one when it ends,
@@ -25,7 +25,7 @@ import (
 // its array resolved: the total grows (or shrinks, for an empty array) then. A downstream tool's own
 // progress becomes another notification about its step, its fraction
 // folded into the step's share; progress never goes backwards.
-type progress struct {
+type Notifier struct {
 	ctx     context.Context
 	session *mcp.ServerSession
 	token   any
@@ -35,9 +35,9 @@ type progress struct {
 	last     float64                      // the last progress sent
 }
 
-// newProgress returns the progress of a request, or nil when the caller
-// sent no progress token.
-func newProgress(ctx context.Context, req *mcp.CallToolRequest) *progress {
+// For returns the notifier of a request, or nil when the caller sent no
+// progress token.
+func For(ctx context.Context, req *mcp.CallToolRequest) *Notifier {
 	if req == nil || req.Session == nil || req.Params == nil {
 		return nil
 	}
@@ -45,11 +45,11 @@ func newProgress(ctx context.Context, req *mcp.CallToolRequest) *progress {
 	if tok == nil {
 		return nil
 	}
-	return &progress{ctx: ctx, session: req.Session, token: tok, finished: map[*orchestrate.RunInfo]int{}}
+	return &Notifier{ctx: ctx, session: req.Session, token: tok, finished: map[*orchestrate.RunInfo]int{}}
 }
 
-// hooks returns the engine hooks that send the notifications.
-func (p *progress) hooks() *orchestrate.Hooks {
+// Hooks returns the engine hooks that send the notifications.
+func (p *Notifier) Hooks() *orchestrate.Hooks {
 	return &orchestrate.Hooks{
 		StepStarted: func(i orchestrate.StepStartedInfo) {
 			p.send(i.Run, label(i.Step)+": started", 0, false, false)
@@ -103,7 +103,7 @@ func label(s *orchestrate.StepRecord) string {
 
 // send sends one notification about a step of run info; a tool step that
 // ended counts towards the progress.
-func (p *progress) send(info *orchestrate.RunInfo, msg string, frac float64, ended, tool bool) {
+func (p *Notifier) send(info *orchestrate.RunInfo, msg string, frac float64, ended, tool bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock() // in order: values sent never go backwards
 	if ended && tool {
