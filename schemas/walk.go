@@ -325,12 +325,9 @@ func isFalse(s *jsonschema.Schema) bool {
 
 // singleTypes are the one-element type lists of the JSON types, shared so
 // that ownTypes need not allocate them. Their users only read them.
-var singleTypes = map[string][]string{}
-
-func init() {
-	for _, t := range []string{"string", "number", "integer", "boolean", "object", "array", "null"} {
-		singleTypes[t] = []string{t}
-	}
+var singleTypes = map[string][]string{
+	"string": {"string"}, "number": {"number"}, "integer": {"integer"}, "boolean": {"boolean"},
+	"object": {"object"}, "array": {"array"}, "null": {"null"},
 }
 
 // ownTypes returns the types s declares itself, or nil. The result must not
