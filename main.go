@@ -10,9 +10,13 @@ import (
 	"syscall"
 
 	"github.com/orchestra-mcp/orchestra/cli"
+	"github.com/orchestra-mcp/orchestra/registry/builtin"
 )
 
 func main() {
+	// Started as an evaluation worker of json_query or render, the process
+	// serves evaluations and exits here.
+	builtin.ServeWorker()
 	// A client that closes orchestra's stdout or stderr (some close both
 	// when they shut a server down) must not kill it mid-run, losing its
 	// records: a write to a closed pipe then fails instead.

@@ -18,7 +18,9 @@ import (
 // and an engine whose hooks record the runs' starts and ends.
 func setup(t *testing.T, m llm.Model, cfgs map[string]agents.Config) (*registry.Catalog, *orchestrate.Engine, *runs) {
 	t.Helper()
-	cat := registry.NewCatalog(builtin.Tools(builtin.DefaultConfig())...)
+	var workers builtin.Workers
+	t.Cleanup(func() { workers.Close() })
+	cat := registry.NewCatalog(builtin.Tools(builtin.DefaultConfig(), builtin.Options{Workers: &workers})...)
 	rs := &runs{parents: map[string]string{}}
 	e := orchestrate.NewEngine(orchestrate.Options{Tools: cat, Hooks: &orchestrate.Hooks{
 		RunStarted: func(i orchestrate.RunStartedInfo) { rs.started(i.Run) },

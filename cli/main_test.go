@@ -5,12 +5,15 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/orchestra-mcp/orchestra/registry/builtin"
 )
 
 // TestMain runs the command tests from the module's root, as the README's
 // commands run (examples/agents/config.yaml names its script by a path
 // from there), with execution records kept under a directory of their own.
 func TestMain(m *testing.M) {
+	builtin.ServeWorker() // the test binary is its own evaluation worker
 	os.Exit(testMain(m))
 }
 

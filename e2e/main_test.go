@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/orchestra-mcp/orchestra/registry/builtin"
 )
 
 // orchestraBin is the binary built once for the tests that run it as a
@@ -19,6 +21,7 @@ var orchestraBin string
 // TestMain builds the binary once for every test, and runs them from the
 // module's root, where the README's commands run.
 func TestMain(m *testing.M) {
+	builtin.ServeWorker() // in-process commands evaluate in copies of the test binary
 	os.Exit(testMain(m))
 }
 

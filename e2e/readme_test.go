@@ -62,7 +62,7 @@ func generated(t *testing.T) map[string]string {
 	tools.WriteString("| tool | what it does |\n|---|---|\n")
 	cfg := builtin.DefaultConfig()
 	cfg.HTTP.AllowedHosts = []string{"example.com"} // list http_request too
-	for _, tool := range builtin.Tools(cfg) {
+	for _, tool := range builtin.Tools(cfg, builtin.Options{}) {
 		summary, _, _ := strings.Cut(strings.TrimSpace(tool.Description), "\n")
 		fmt.Fprintf(&tools, "| `%s` | %s |\n", tool.Name, strings.ReplaceAll(summary, "|", "\\|"))
 	}

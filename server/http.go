@@ -10,7 +10,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/orchestra-mcp/orchestra/registry/builtin"
 	"github.com/orchestra-mcp/orchestra/server/httpedge"
 )
 
@@ -108,7 +107,7 @@ func (a *App) ServeHTTP(ctx context.Context, ln net.Listener, opts HTTPOptions) 
 	// reqs counts requests that expect an answer; GET streams stay open for
 	// as long as a session lives and are not waited for.
 	var reqs inflight
-	defer builtin.Listening(ln.Addr())() // http_request refuses to call this server
+	defer a.listeners.Add(ln.Addr())() // http_request refuses to call this server
 	h := a.HTTPHandler(opts)
 	cfg := a.Config.Server
 	ln = httpedge.LimitConnections(ln, cfg, a.log)

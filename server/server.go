@@ -85,6 +85,9 @@ type App struct {
 	logLevels runlog.Levels  // which clients receive logging notifications
 	calls     httpedge.Calls // tools/call requests in flight over HTTP
 
+	workers   builtin.Workers   // the worker processes of json_query and render
+	listeners builtin.Listeners // the addresses ServeHTTP serves on, which http_request refuses
+
 	downstream *mcpserver.Manager // nil without mcpServers
 	agents     []*agents.Agent    // the configured agents, sorted by name
 }
@@ -102,7 +105,9 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		opts.Version = version.String()
 	}
 	cat := registry.NewCatalog()
-	builtins := append(builtin.Tools(cfg.Builtins), builtin.AskUser())
+	a := &App{Config: cfg, Catalog: cat, log: log, exposed: map[string]bool{}}
+	a.closers = append(a.closers, a.workers.Close) // the last to close
+	builtins := append(builtin.Tools(cfg.Builtins, builtin.Options{Workers: &a.workers, Listeners: &a.listeners}), builtin.AskUser())
 	for i := range builtins {
 		builtins[i].Source = "builtin"
 	}
@@ -112,7 +117,6 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	if err := cat.Add(opts.Tools...); err != nil {
 		return nil, err
 	}
-	a := &App{Config: cfg, Catalog: cat, log: log, exposed: map[string]bool{}}
 	tokens, err := httpedge.LoadTokens(cfg.Server.Auth, tenancy.NewTable(cfg.Tenants), os.LookupEnv)
 	if err != nil {
 		return nil, err

@@ -53,17 +53,17 @@ var httpMethods = []string{"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"}
 // HTTPRequest returns the http_request tool, which makes an HTTP request to
 // a host in cfg.AllowedHosts. Unless cfg.AllowPrivateNetworks is set it
 // refuses to connect to non-public addresses, checked on the address
-// actually dialed.
-func HTTPRequest(cfg HTTPConfig) registry.Tool {
-	return httpRequestTool(cfg, nil)
+// actually dialed, and always to opts.Listeners.
+func HTTPRequest(cfg HTTPConfig, opts Options) registry.Tool {
+	return httpRequestTool(cfg, opts, nil)
 }
 
 // httpRequestTool builds http_request. exempt, when not nil, lets the dial
 // guard pass the addresses it reports true for (tests use it to stand a
 // loopback server in for a public one).
-func httpRequestTool(cfg HTTPConfig, exempt func(netip.AddrPort) bool) registry.Tool {
+func httpRequestTool(cfg HTTPConfig, opts Options, exempt func(netip.AddrPort) bool) registry.Tool {
 	cfg = cfg.withDefaults()
-	h := newHTTPTool(cfg, exempt)
+	h := newHTTPTool(cfg, opts, exempt)
 	in := schemaFor[httpInput]()
 	in.Properties["method"].Enum = []any{"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"}
 	in.Properties["method"].Default = json.RawMessage(`"GET"`)
@@ -102,13 +102,16 @@ type httpTool struct {
 	timeout time.Duration
 }
 
-func newHTTPTool(cfg HTTPConfig, exempt func(netip.AddrPort) bool) *httpTool {
+func newHTTPTool(cfg HTTPConfig, opts Options, exempt func(netip.AddrPort) bool) *httpTool {
 	h := &httpTool{cfg: cfg, hosts: newHostMatcher(cfg.AllowedHosts), timeout: cfg.Timeout.D()}
 	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second, Resolver: cfg.Resolver}
 	if exempt == nil {
 		exempt = cfg.AllowAddr
 	}
-	own := hostAddrs
+	own := opts.hostAddrs
+	if own == nil {
+		own = (&hostAddrs{}).get
+	}
 	dialer.ControlContext = func(_ context.Context, _, address string, _ syscall.RawConn) error {
 		ap, err := netip.ParseAddrPort(address)
 		if err != nil {
@@ -117,7 +120,7 @@ func newHTTPTool(cfg HTTPConfig, exempt func(netip.AddrPort) bool) *httpTool {
 		if exempt != nil && exempt(ap) {
 			return nil
 		}
-		if selfAddr(ap, own) {
+		if opts.Listeners.reaches(ap, own) {
 			return &selfError{addr: ap.String()}
 		}
 		if cfg.AllowPrivateNetworks {

@@ -48,10 +48,11 @@ Limits: no input/inputs, no $ENV/env, no modules. A program that runs too long, 
 var jqVarName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // JSONQuery returns the json_query tool, which runs a jq program over a JSON
-// value under cfg's time, memory and size limits.
-func JSONQuery(cfg JQConfig) registry.Tool {
+// value under cfg's time, memory and size limits, evaluating in
+// opts.Workers.
+func JSONQuery(cfg JQConfig, opts Options) registry.Tool {
 	cfg = cfg.withDefaults()
-	return jsonQueryTool(cfg, newEvaluator(cfg.MaxMemoryBytes, DefaultWorkers))
+	return jsonQueryTool(cfg, newEvaluator(cfg.MaxMemoryBytes, DefaultWorkers, opts.workers()))
 }
 
 func jsonQueryTool(cfg JQConfig, ev *evaluator) registry.Tool {

@@ -42,10 +42,11 @@ Example: template "Report for {{.user}}:\n{{range .items}}- {{.name}} ({{.stars}
 Output: {"text": "..."}. The text is capped in size; a template that produces more stops with an error.`
 
 // Render returns the render tool, which renders a Go text/template with
-// values, stopping at cfg's size, memory and time limits.
-func Render(cfg RenderConfig) registry.Tool {
+// values, stopping at cfg's size, memory and time limits, evaluating in
+// opts.Workers.
+func Render(cfg RenderConfig, opts Options) registry.Tool {
 	cfg = cfg.withDefaults()
-	return renderTool(cfg, newEvaluator(cfg.MaxMemoryBytes, DefaultWorkers))
+	return renderTool(cfg, newEvaluator(cfg.MaxMemoryBytes, DefaultWorkers, opts.workers()))
 }
 
 func renderTool(cfg RenderConfig, ev *evaluator) registry.Tool {
