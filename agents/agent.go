@@ -168,13 +168,11 @@ func (a *Agent) Tool() registry.Tool {
 		Description:  desc,
 		InputSchema:  inputSchema(slices.Collect(maps.Keys(a.Config.Actions))),
 		OutputSchema: outputSchema(a.data),
-		Annotations:  &mcp.ToolAnnotations{Title: "Agent " + a.Name, OpenWorldHint: ptr(true)},
+		Annotations:  &mcp.ToolAnnotations{Title: "Agent " + a.Name, OpenWorldHint: new(true)},
 		Source:       Source,
 		Call:         a.call,
 	}
 }
-
-func ptr[T any](v T) *T { return &v }
 
 func firstSentence(s string) string {
 	s = strings.TrimSpace(s)

@@ -153,7 +153,7 @@ func TestConfigDecoding(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := llm.Config{Provider: "openai", Model: "llama3", BaseURL: "http://localhost:11434/v1", APIKeyEnv: "K",
-		MaxTokens: 100, Temperature: ptr(0.0), Timeout: llm.Duration(90 * time.Second), MaxRetries: 1, Headers: map[string]string{"X-A": "b"}}
+		MaxTokens: 100, Temperature: new(0.0), Timeout: llm.Duration(90 * time.Second), MaxRetries: 1, Headers: map[string]string{"X-A": "b"}}
 	if diff := cmp.Diff(want, c); diff != "" {
 		t.Errorf("JSON (-want +got):\n%s", diff)
 	}

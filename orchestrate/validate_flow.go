@@ -131,7 +131,7 @@ func (v *validator) checkSource(l *Step) *loopSource {
 		val, _ := followPath(v.bindings[ref.Binding], ref.Path)
 		arr, ok := val.([]any)
 		if !ok {
-			fail(CodeNotAnArray, "%s is %s, not an array; for_each runs over an array", ref.Canonical(), jsonTypeOf(val))
+			fail(CodeNotAnArray, "%s is %s, not an array; for_each runs over an array", ref.Canonical(), schemas.TypePhrase(val))
 			return nil
 		}
 		return knownSource(arr)

@@ -211,6 +211,4 @@ func userText(r llm.Request) string {
 	return b.String()
 }
 
-func ptr[T any](v T) *T { return &v }
-
 var _ = mcp.NewServer

@@ -79,7 +79,7 @@ func (st *streamTools) tools(t *testing.T) []registry.Tool {
 		{Name: "lookup", Description: "Look a key up.", InputSchema: in, OutputSchema: out,
 			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}, Call: call("lookup")},
 		{Name: "write", Description: "Write a key.", InputSchema: in, OutputSchema: out,
-			Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false)}, Call: call("write")},
+			Annotations: &mcp.ToolAnnotations{DestructiveHint: new(false)}, Call: call("write")},
 	}
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/orchestra-mcp/orchestra/registry"
+	"github.com/orchestra-mcp/orchestra/schemas"
 	"github.com/orchestra-mcp/orchestra/toolcontext"
 )
 
@@ -67,7 +68,7 @@ func httpRequestTool(cfg HTTPConfig, opts Options, exempt func(netip.AddrPort) b
 	in := schemaFor[httpInput]()
 	in.Properties["method"].Enum = []any{"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"}
 	in.Properties["method"].Default = json.RawMessage(`"GET"`)
-	in.Properties["url"].MinLength = jsonschemaPtr(1)
+	in.Properties["url"].MinLength = new(1)
 	in.Properties["timeout_ms"].Minimum = jsonschema.Ptr(1.0)
 	out := schemaFor[httpOutput]()
 	out.Properties["body_encoding"].Enum = []any{"utf-8", "base64"}
@@ -80,9 +81,9 @@ func httpRequestTool(cfg HTTPConfig, opts Options, exempt func(netip.AddrPort) b
 		Annotations: &mcp.ToolAnnotations{
 			Title:           "HTTP request",
 			ReadOnlyHint:    false,
-			DestructiveHint: boolPtr(true),
+			DestructiveHint: new(true),
 			IdempotentHint:  false,
-			OpenWorldHint:   boolPtr(true),
+			OpenWorldHint:   new(true),
 		},
 		Source: Source,
 		Call: func(ctx context.Context, req *registry.CallRequest) (*registry.Result, error) {
@@ -385,7 +386,7 @@ func (h *httpTool) buildRequest(args map[string]any) (*http.Request, time.Durati
 	for k, v := range headers {
 		s, ok := v.(string)
 		if !ok {
-			return nil, 0, argErrorf("http_request: header %q must be a string, not %s", k, jsonType(v))
+			return nil, 0, argErrorf("http_request: header %q must be a string, not %s", k, schemas.TypePhrase(v))
 		}
 		switch {
 		case !validHeaderName(k):
@@ -468,7 +469,7 @@ func queryValues(key string, v any) ([]string, error) {
 		}
 		return out, nil
 	}
-	return nil, argErrorf("http_request: query parameter %q must be a string, number, boolean or an array of them, not %s", key, jsonType(v))
+	return nil, argErrorf("http_request: query parameter %q must be a string, number, boolean or an array of them, not %s", key, schemas.TypePhrase(v))
 }
 
 // validHeaderName reports whether name is an HTTP token.

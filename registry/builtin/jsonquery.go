@@ -16,6 +16,7 @@ import (
 	"github.com/itchyny/gojq"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/orchestra-mcp/orchestra/internal/textcut"
 	"github.com/orchestra-mcp/orchestra/registry"
 )
 
@@ -60,7 +61,7 @@ func jsonQueryTool(cfg JQConfig, ev *evaluator) registry.Tool {
 	out := schemaFor[jqOutput]()
 	out.Properties["results"].Types = nil
 	out.Properties["results"].Type = "array"
-	in.Properties["query"].MinLength = jsonschemaPtr(1)
+	in.Properties["query"].MinLength = new(1)
 	return registry.Tool{
 		Name:         "json_query",
 		Title:        "JSON query (jq)",
@@ -71,7 +72,7 @@ func jsonQueryTool(cfg JQConfig, ev *evaluator) registry.Tool {
 			Title:          "JSON query (jq)",
 			ReadOnlyHint:   true,
 			IdempotentHint: true,
-			OpenWorldHint:  boolPtr(false),
+			OpenWorldHint:  new(false),
 		},
 		Source: Source,
 		Call: func(ctx context.Context, req *registry.CallRequest) (*registry.Result, error) {
@@ -239,10 +240,7 @@ func jqLocation(src string, offset int) string {
 	offset = max(0, min(offset, len(src)))
 	line := 1 + strings.Count(src[:offset], "\n")
 	col := 1 + utf8.RuneCountInString(src[strings.LastIndexByte(src[:offset], '\n')+1:offset])
-	start := max(0, offset-20)
-	for start > 0 && !utf8.RuneStart(src[start]) {
-		start--
-	}
+	start := textcut.Index(src, max(0, offset-20))
 	near := strings.TrimSpace(src[start:offset])
 	if near == "" {
 		return fmt.Sprintf("at line %d, column %d", line, col)
@@ -379,7 +377,3 @@ func stringSize(s string) int {
 	}
 	return n
 }
-
-func boolPtr(b bool) *bool { return &b }
-
-func jsonschemaPtr(n int) *int { return &n }

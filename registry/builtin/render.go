@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/orchestra-mcp/orchestra/registry"
+	"github.com/orchestra-mcp/orchestra/schemas"
 )
 
 // renderInput documents the arguments of render.
@@ -60,7 +61,7 @@ func renderTool(cfg RenderConfig, ev *evaluator) registry.Tool {
 			Title:          "Render a text template",
 			ReadOnlyHint:   true,
 			IdempotentHint: true,
-			OpenWorldHint:  boolPtr(false),
+			OpenWorldHint:  new(false),
 		},
 		Source: Source,
 		Call: func(ctx context.Context, req *registry.CallRequest) (*registry.Result, error) {
@@ -102,7 +103,7 @@ var renderFuncs = template.FuncMap{
 			}
 			return strings.Join(parts, sep), nil
 		}
-		return "", fmt.Errorf("join: the list must be an array, not %s (write join SEP LIST, e.g. join \", \" .names)", jsonType(list))
+		return "", fmt.Errorf("join: the list must be an array, not %s (write join SEP LIST, e.g. join \", \" .names)", schemas.TypePhrase(list))
 	},
 	"upper": func(v any) string { return strings.ToUpper(textOf(v)) },
 	"lower": func(v any) string { return strings.ToLower(textOf(v)) },

@@ -3,6 +3,8 @@ package nestful
 import (
 	"context"
 	"encoding/json"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -131,7 +133,7 @@ func addDeclared(obj map[string]any, s *jsonschema.Schema, ex *extra, path strin
 	if s == nil {
 		return
 	}
-	for _, f := range sortedKeys(s.Properties) {
+	for _, f := range slices.Sorted(maps.Keys(s.Properties)) {
 		if _, done := obj[f]; done {
 			continue
 		}

@@ -2,6 +2,7 @@ package nestful
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -133,7 +134,7 @@ func walkStrings(v any, loc []any, f func(loc []any, s string)) {
 			walkStrings(e, append(loc, i), f)
 		}
 	case map[string]any:
-		for _, k := range sortedKeys(v) {
+		for _, k := range slices.Sorted(maps.Keys(v)) {
 			walkStrings(v[k], append(loc, k), f)
 		}
 	}
@@ -164,7 +165,7 @@ func missingField(plan map[string]any, steps []planStep, tools map[string]regist
 	}
 	var cands []edit
 	for i, st := range steps {
-		for _, k := range sortedKeys(st.args) {
+		for _, k := range slices.Sorted(maps.Keys(st.args)) {
 			walkStrings(st.args[k], nil, func(loc []any, str string) {
 				for _, t := range findTemplates(str) {
 					j, ok := index[t.ID]
@@ -226,7 +227,7 @@ func typedFields(s *jsonschema.Schema, path []seg, depth int, f func(path []seg,
 			f(path, t[0])
 		}
 	}
-	for _, k := range sortedKeys(s.Properties) {
+	for _, k := range slices.Sorted(maps.Keys(s.Properties)) {
 		typedFields(s.Properties[k], append(slices.Clone(path), seg{Field: k}), depth+1, f)
 	}
 	if s.Items != nil {
@@ -241,7 +242,7 @@ func wrongType(plan map[string]any, steps []planStep, tools map[string]registry.
 		if in == nil {
 			continue
 		}
-		for _, k := range sortedKeys(in.Properties) {
+		for _, k := range slices.Sorted(maps.Keys(in.Properties)) {
 			want := typesOf(in.Properties[k])
 			if len(want) == 0 || slices.Contains(want, "string") {
 				continue

@@ -3,6 +3,7 @@ package nestful
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,6 +14,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/orchestra-mcp/orchestra/registry"
+	"github.com/orchestra-mcp/orchestra/schemas"
 )
 
 // Sample is one NESTFUL sequence converted to an orchestra plan.
@@ -270,7 +272,7 @@ func (b *builder) addSpec(source string, sp map[string]any) {
 			}
 			params = props
 		}
-		for _, name := range sortedKeys(params) {
+		for _, name := range slices.Sorted(maps.Keys(params)) {
 			pv := params[name]
 			d.in.Properties[name] = b.schemaFor(d, pv, "input."+name, false)
 			if isRequired(pv) && !slices.Contains(d.in.Required, name) {
@@ -291,7 +293,7 @@ func (b *builder) addSpec(source string, sp map[string]any) {
 // properties fills s.Properties from a spec's map of parameters; output
 // field names are made template-safe.
 func (b *builder) properties(d *toolDef, s *jsonschema.Schema, params map[string]any, where string) {
-	for _, name := range sortedKeys(params) {
+	for _, name := range slices.Sorted(maps.Keys(params)) {
 		key := name
 		if strings.HasPrefix(where, "output") {
 			key = fieldName(name)
@@ -379,15 +381,6 @@ func stringList(v any) []string {
 		}
 	}
 	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 func (b *builder) addResultTool() {
@@ -537,7 +530,7 @@ func (b *builder) shiftResultRefs(cx *sampleCtx, args map[string]any, pos int) e
 	}
 	cx.rename = rename
 	b.ds.Stats.Repairs++
-	b.note(NoteShiftedResult, cx.source, cx.index, "", "var_result references %v name no step or the wrong one; each shifted down by one label", sortedKeys(rename))
+	b.note(NoteShiftedResult, cx.source, cx.index, "", "var_result references %v name no step or the wrong one; each shifted down by one label", slices.Sorted(maps.Keys(rename)))
 	return nil
 }
 
@@ -554,7 +547,7 @@ func collectRefs(v any, f func(ref)) {
 			collectRefs(e, f)
 		}
 	case map[string]any:
-		for _, k := range sortedKeys(v) {
+		for _, k := range slices.Sorted(maps.Keys(v)) {
 			collectRefs(v[k], f)
 		}
 	}
@@ -577,7 +570,7 @@ func repairDelims(s string) string {
 
 func (b *builder) convertArgs(cx *sampleCtx, d *toolDef, args map[string]any, pos int) (map[string]any, error) {
 	out := map[string]any{}
-	for _, k := range sortedKeys(args) {
+	for _, k := range slices.Sorted(maps.Keys(args)) {
 		ps := d.in.Properties[k]
 		if ps == nil && d.inferred {
 			ps = &jsonschema.Schema{Description: "Inferred from the gold calls."}
@@ -626,7 +619,7 @@ func (b *builder) convertValue(cx *sampleCtx, d *toolDef, s *jsonschema.Schema, 
 	case map[string]any:
 		b.checkLiteral(cx, d, s, v, where)
 		out := map[string]any{}
-		for _, k := range sortedKeys(v) {
+		for _, k := range slices.Sorted(maps.Keys(v)) {
 			var ps *jsonschema.Schema
 			if s != nil && hasType(s, "object") {
 				ps = s.Properties[k]
@@ -847,7 +840,7 @@ func (b *builder) checkLiteral(cx *sampleCtx, d *toolDef, s *jsonschema.Schema, 
 	if s == nil {
 		return
 	}
-	jt := jsonType(v)
+	jt := schemas.ValueType(v)
 	if types := typesOf(s); len(types) > 0 && !fits(jt, types) {
 		b.widen(cx, d, s, []string{jt}, where, fmt.Sprintf("is given %s %s", jt, short(v)), false)
 	}
@@ -885,7 +878,7 @@ func short(v any) string {
 
 // finish closes the output objects nobody opened and builds the tools.
 func (b *builder) finish() {
-	for _, orig := range sortedKeys(b.defs) {
+	for _, orig := range slices.Sorted(maps.Keys(b.defs)) {
 		d := b.defs[orig]
 		if !d.result {
 			closeObjects(d.out, d.opened)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -160,7 +161,7 @@ func TestPlans(t *testing.T) {
 			if !ok || !slices.Contains(s.ToolNames, st.tool) {
 				t.Errorf("%s: step %s calls unknown tool %q", name, st.id, st.tool)
 			}
-			for _, k := range sortedKeys(st.args) {
+			for _, k := range slices.Sorted(maps.Keys(st.args)) {
 				walkStrings(st.args[k], nil, func(_ []any, str string) {
 					for _, tr := range findTemplates(str) {
 						templates++
@@ -368,7 +369,7 @@ func checkMutation(t *testing.T, s Sample, m Mutation, tools map[string]registry
 		t.Fatalf("%s: step count changed", name)
 	}
 	for i := range orig {
-		for _, k := range sortedKeys(mut[i].args) {
+		for _, k := range slices.Sorted(maps.Keys(mut[i].args)) {
 			changed := !reflect.DeepEqual(orig[i].args[k], mut[i].args[k])
 			if changed != (i == m.Step && k == m.Argument) {
 				t.Errorf("%s: step %d argument %s changed=%v, mutation says step %d argument %s", name, i, k, changed, m.Step, m.Argument)

@@ -2,8 +2,6 @@ package nestful
 
 import (
 	"encoding/json"
-	"fmt"
-	"math"
 	"reflect"
 	"regexp"
 	"slices"
@@ -153,29 +151,6 @@ func setTypes(s *jsonschema.Schema, types []string) {
 }
 
 func hasType(s *jsonschema.Schema, t string) bool { return slices.Contains(typesOf(s), t) }
-
-// jsonType is the JSON Schema type of a decoded JSON value; whole numbers
-// are integers.
-func jsonType(v any) string {
-	switch v := v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "boolean"
-	case float64:
-		if v == math.Trunc(v) && !math.IsInf(v, 0) {
-			return "integer"
-		}
-		return "number"
-	case string:
-		return "string"
-	case []any:
-		return "array"
-	case map[string]any:
-		return "object"
-	}
-	return fmt.Sprintf("%T", v)
-}
 
 // fits reports whether a value of type from is accepted where to is
 // expected: integer fits number.
