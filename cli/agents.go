@@ -1,31 +1,15 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/orchestra-mcp/orchestra/server"
 )
 
-func cmdAgents(ctx context.Context, env *cliEnv, args []string) int {
-	var cf commonFlags
-	fs := newFlagSet(env, "agents", &cf)
-	asJSON := fs.Bool("json", false, "print every agent with its tool, model, allowed tools and schemas as JSON")
-	if code, ok := parse(env, fs, args); !ok {
-		return code
-	}
-	if fs.NArg() > 0 {
-		return env.usageError(fmt.Sprintf("unexpected argument %q", fs.Arg(0)), "agents takes only flags")
-	}
-	cfg, logger, ok := cf.load(env)
-	if !ok {
-		return ExitInvalid
-	}
-	app, ok := newApp(ctx, env, cfg, logger)
-	if !ok {
-		return ExitInvalid
-	}
-	defer app.Close()
+// showAgents prints the app's agents.
+func showAgents(env *cliEnv, app *server.App, asJSON bool) int {
 	type entry struct {
 		Name         string         `json:"name"`
 		Tool         string         `json:"tool"`
@@ -53,7 +37,7 @@ func cmdAgents(ctx context.Context, env *cliEnv, args []string) int {
 		}
 		out = append(out, e)
 	}
-	if *asJSON {
+	if asJSON {
 		writeJSON(env.stdout, map[string]any{"agents": out})
 		return ExitOK
 	}

@@ -41,7 +41,6 @@ func cmdAsk(ctx context.Context, env *cliEnv, args []string) int {
 	if !ok {
 		return code
 	}
-	defer app.Close()
 	result, err := p.Ask(ctx, req)
 	if err != nil {
 		env.errorf("%v", err)

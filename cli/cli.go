@@ -31,8 +31,8 @@ var commands = []command{
 	{"serve", "[--config FILE] [--store PATH] [--http ADDR] [--stateless] [--insecure] [--metrics-addr ADDR]", "Serve MCP over stdio, or Streamable HTTP at /mcp with --http.", cmdServe},
 	{"run", "[--config FILE] [--store PATH] PLAN.json|-", "Run a plan (the tool's input, or just a plan) and print the result envelope as JSON.", cmdRun},
 	{"validate", "[--config FILE] PLAN.json|-", "Check a plan against every plan-time rule without running it.", cmdValidate},
-	{"tools", "[--config FILE] [--json]", "List the tools a plan can call, with their schemas.", cmdTools},
-	{"agents", "[--config FILE] [--json]", "List the configured agents with their tools, models and allowed tools.", cmdAgents},
+	{"tools", "[--config FILE] [--json]", "List the tools a plan can call, with their schemas.", listing("print the full catalog with input and output schemas as JSON", showTools)},
+	{"agents", "[--config FILE] [--json]", "List the configured agents with their tools, models and allowed tools.", listing("print every agent with its tool, model, allowed tools and schemas as JSON", showAgents)},
 	{"version", "", "Print the version.", cmdVersion},
 	{"executions", "[--store PATH] [--json] [--limit N] [--status S] [ID]", "List recent runs from the execution records, newest first, or show one run's envelope and step records.", cmdExecutions},
 	{"resume", "[--config FILE] [--store PATH] [--results FILE|-] ID", "Continue a run: an interrupted or failed one runs only the steps that did not succeed; a paused one takes the results of its pending calls.", cmdResume},
@@ -61,7 +61,15 @@ func Commands() []Command {
 type cliEnv struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
-	cmd            *command // the command that runs
+	cmd            *command       // the command that runs
+	closers        []func() error // what the command opened (its app, its store), closed when it returns
+}
+
+// close closes what the command opened, the last first.
+func (e *cliEnv) close() {
+	for i := len(e.closers) - 1; i >= 0; i-- {
+		e.closers[i]()
+	}
 }
 
 func (e *cliEnv) errorf(format string, args ...any) {
@@ -100,6 +108,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	for i := range commands {
 		if c := &commands[i]; c.name == name {
 			env.cmd = c
+			defer env.close()
 			return c.run(ctx, env, args[1:])
 		}
 	}

@@ -32,14 +32,11 @@ func cmdExecutions(ctx context.Context, env *cliEnv, args []string) int {
 	if !ok {
 		return ExitInvalid
 	}
-	st, err := store.Open(ctx, cfg.Store.Path, store.Options{Logger: logger,
+	st, ok := env.openStore(ctx, cfg, store.Options{Logger: logger,
 		Retention: store.Retention{MaxAge: cfg.Store.Retention.MaxAge.D(), MaxRuns: cfg.Store.Retention.MaxRuns}})
-	if err != nil {
-		env.errorf("%v", err)
-		fmt.Fprintln(env.stderr, "hint: check --store or store.path in the configuration file")
+	if !ok {
 		return ExitFailed
 	}
-	defer st.Close()
 
 	if fs.NArg() == 1 {
 		scope := store.Scope{}

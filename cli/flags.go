@@ -116,19 +116,68 @@ func (cf *commonFlags) load(env *cliEnv) (*config.Config, *slog.Logger, bool) {
 	return cfg, slog.New(secrets.NewHandler(h, secrets.Of(cfg))), true
 }
 
-func newApp(ctx context.Context, env *cliEnv, cfg *config.Config, logger *slog.Logger) (*server.App, bool) {
-	return newAppWith(ctx, env, cfg, logger, server.Options{})
+// noArgs refuses the arguments of a command that takes only flags.
+func noArgs(env *cliEnv, fs *flag.FlagSet, hint string) (int, bool) {
+	if fs.NArg() > 0 {
+		return env.usageError(fmt.Sprintf("unexpected argument %q", fs.Arg(0)), hint), false
+	}
+	return 0, true
 }
 
-// newAppWith is newApp with more options; the logger and version are set.
-func newAppWith(ctx context.Context, env *cliEnv, cfg *config.Config, logger *slog.Logger, opts server.Options) (*server.App, bool) {
+// openApp loads the configuration cf names and builds the app: how a
+// command that serves or runs plans begins once its flags and arguments
+// are read. Run closes the app when the command returns.
+func (e *cliEnv) openApp(ctx context.Context, cf *commonFlags, opts server.Options) (*server.App, bool) {
+	cfg, logger, ok := cf.load(e)
+	if !ok {
+		return nil, false
+	}
+	return e.newApp(ctx, cfg, logger, opts)
+}
+
+// newApp builds the app of cfg, for a command that needs the
+// configuration before the app; the logger and version are set. Run
+// closes the app when the command returns.
+func (e *cliEnv) newApp(ctx context.Context, cfg *config.Config, logger *slog.Logger, opts server.Options) (*server.App, bool) {
 	opts.Logger, opts.Version = logger, version.String()
 	app, err := server.New(ctx, cfg, opts)
 	if err != nil {
-		env.errorf("%v", err)
+		e.errorf("%v", err)
 		return nil, false
 	}
+	e.closers = append(e.closers, app.Close)
 	return app, true
+}
+
+// openStore opens the execution records of cfg for a command that reads
+// them without an app. Run closes them when the command returns.
+func (e *cliEnv) openStore(ctx context.Context, cfg *config.Config, opts store.Options) (*store.Store, bool) {
+	st, err := store.Open(ctx, cfg.Store.Path, opts)
+	if err != nil {
+		e.errorf("%v", err)
+		fmt.Fprintln(e.stderr, "hint: check --store or store.path in the configuration file")
+		return nil, false
+	}
+	e.closers = append(e.closers, st.Close)
+	return st, true
+}
+
+// printResult prints a run's envelope, as JSON on stdout and summed up on
+// stderr, and returns the exit code it calls for: invalid input, a paused
+// run (it goes on with orchestra resume ID --results FILE), or the run's
+// success.
+func printResult(env *cliEnv, result *orchestrate.Envelope) int {
+	writeJSON(env.stdout, result)
+	fmt.Fprintln(env.stderr, result.Summary())
+	switch {
+	case len(result.Artifact.ValidationErrors) > 0:
+		return ExitInvalid
+	case result.Artifact.Status == orchestrate.StatusAwaitingClient:
+		return ExitOK
+	case !result.Artifact.Success:
+		return ExitFailed
+	}
+	return ExitOK
 }
 
 // errTooLarge is an input over server.max_request_bytes.
@@ -157,14 +206,33 @@ func readInput(env *cliEnv, path string, limit int64) ([]byte, error) {
 	return data, nil
 }
 
-// planInput reads and decodes the plan argument of run and validate.
-func planInput(env *cliEnv, cmd string, fs *flag.FlagSet, cfg *config.Config) (*orchestrate.Request, []*orchestrate.Issue, int, bool) {
+// planned is what run and validate work on: the configuration and the
+// plan argument, decoded.
+type planned struct {
+	cfg    *config.Config
+	logger *slog.Logger
+	req    *orchestrate.Request
+	issues []*orchestrate.Issue
+}
+
+// planInput is how run and validate begin: it parses their flags (fs,
+// with cf's), loads the configuration cf names, and reads and decodes the
+// plan argument.
+func planInput(env *cliEnv, fs *flag.FlagSet, cf *commonFlags, args []string) (*planned, int, bool) {
+	if code, ok := parse(env, fs, args); !ok {
+		return nil, code, false
+	}
+	cfg, logger, ok := cf.load(env)
+	if !ok {
+		return nil, ExitInvalid, false
+	}
+	cmd := env.cmd.name
 	if fs.NArg() != 1 {
 		problem := "missing PLAN argument"
 		if fs.NArg() > 1 {
 			problem = fmt.Sprintf("expected one PLAN argument, got %d", fs.NArg())
 		}
-		return nil, nil, env.usageError(problem, "give a plan file, or - to read the plan from stdin: orchestra "+cmd+" examples/quickstart.json"), false
+		return nil, env.usageError(problem, "give a plan file, or - to read the plan from stdin: orchestra "+cmd+" examples/quickstart.json"), false
 	}
 	data, err := readInput(env, fs.Arg(0), cfg.Server.MaxRequestBytes)
 	if err != nil {
@@ -174,10 +242,10 @@ func planInput(env *cliEnv, cmd string, fs *flag.FlagSet, cfg *config.Config) (*
 			hint = "send a smaller plan, or raise server.max_request_bytes in the configuration file"
 		}
 		fmt.Fprintf(env.stderr, "hint: %s\n", hint)
-		return nil, nil, ExitInvalid, false
+		return nil, ExitInvalid, false
 	}
 	req, issues := orchestrate.DecodeRequest(data)
-	return req, issues, 0, true
+	return &planned{cfg: cfg, logger: logger, req: req, issues: issues}, 0, true
 }
 
 func writeJSON(w io.Writer, v any) {

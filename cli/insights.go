@@ -37,13 +37,10 @@ func cmdInsights(ctx context.Context, env *cliEnv, args []string) int {
 	if !ok {
 		return ExitInvalid
 	}
-	st, err := store.Open(ctx, cfg.Store.Path, store.Options{Logger: logger})
-	if err != nil {
-		env.errorf("%v", err)
-		fmt.Fprintln(env.stderr, "hint: check --store or store.path in the configuration file")
+	st, ok := env.openStore(ctx, cfg, store.Options{Logger: logger})
+	if !ok {
 		return ExitFailed
 	}
-	defer st.Close()
 	if action == "clear" {
 		n, err := st.ClearInsights(ctx, store.Scope{})
 		if err != nil {

@@ -21,11 +21,10 @@ func cmdPlan(ctx context.Context, env *cliEnv, args []string) int {
 	if !ok {
 		return code
 	}
-	p, app, code, ok := plannerFor(ctx, env, "plan", &cf)
+	p, _, code, ok := plannerFor(ctx, env, "plan", &cf)
 	if !ok {
 		return code
 	}
-	defer app.Close()
 	res, err := p.Plan(ctx, &orchestrate.Request{Prompt: goal})
 	if err != nil {
 		env.errorf("planning: %v", err)
@@ -62,19 +61,15 @@ func goalInput(env *cliEnv, cmd string, args []string) (string, int, bool) {
 	return goal, 0, true
 }
 
-// plannerFor builds the app and its configured planner.
+// plannerFor builds the app and its configured planner; Run closes the
+// app when the command returns.
 func plannerFor(ctx context.Context, env *cliEnv, cmd string, cf *commonFlags) (*planner.Planner, *server.App, int, bool) {
-	cfg, logger, ok := cf.load(env)
-	if !ok {
-		return nil, nil, ExitInvalid, false
-	}
-	app, ok := newApp(ctx, env, cfg, logger)
+	app, ok := env.openApp(ctx, cf, server.Options{})
 	if !ok {
 		return nil, nil, ExitInvalid, false
 	}
 	p, err := app.Planner()
 	if err != nil {
-		app.Close()
 		return nil, nil, env.usageError("no planner model is configured", strings.TrimPrefix(err.Error(), "no planner is configured; ")+"\nthen run: orchestra "+cmd+" --config FILE \"goal\""), false
 	}
 	return p, app, 0, true

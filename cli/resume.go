@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/orchestra-mcp/orchestra/orchestrate"
+	"github.com/orchestra-mcp/orchestra/server"
 )
 
 // cmdResume continues a run: an interrupted or failed one runs the steps
@@ -40,25 +41,10 @@ func cmdResume(ctx context.Context, env *cliEnv, args []string) int {
 			return env.usageError(fmt.Sprintf("reading --results: %v", err), `the results are a JSON object by step id: {"edit": {"diff": "..."}}`)
 		}
 	}
-	cfg, logger, ok := cf.load(env)
+	app, ok := env.openApp(ctx, &cf, server.Options{})
 	if !ok {
 		return ExitInvalid
 	}
-	app, ok := newApp(ctx, env, cfg, logger)
-	if !ok {
-		return ExitInvalid
-	}
-	defer app.Close()
 	result := app.Run(ctx, &orchestrate.Request{Resume: &orchestrate.ResumeRequest{ExecID: fs.Arg(0), Results: results}}, "cli")
-	writeJSON(env.stdout, result)
-	fmt.Fprintln(env.stderr, result.Summary())
-	switch {
-	case len(result.Artifact.ValidationErrors) > 0:
-		return ExitInvalid
-	case result.Artifact.Status == orchestrate.StatusAwaitingClient:
-		return ExitOK
-	case !result.Artifact.Success:
-		return ExitFailed
-	}
-	return ExitOK
+	return printResult(env, result)
 }

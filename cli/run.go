@@ -2,31 +2,24 @@ package cli
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/orchestra-mcp/orchestra/orchestrate"
+	"github.com/orchestra-mcp/orchestra/server"
 )
 
 func cmdRun(ctx context.Context, env *cliEnv, args []string) int {
 	var cf commonFlags
 	fs := newFlagSet(env, "run", &cf)
 	cf.storeFlag(fs)
-	if code, ok := parse(env, fs, args); !ok {
-		return code
-	}
-	cfg, logger, ok := cf.load(env)
-	if !ok {
-		return ExitInvalid
-	}
-	req, issues, code, ok := planInput(env, "run", fs, cfg)
+	in, code, ok := planInput(env, fs, &cf, args)
 	if !ok {
 		return code
 	}
-	app, ok := newApp(ctx, env, cfg, logger)
+	req, issues := in.req, in.issues
+	app, ok := env.newApp(ctx, in.cfg, in.logger, server.Options{})
 	if !ok {
 		return ExitInvalid
 	}
-	defer app.Close()
 	var result *orchestrate.Envelope
 	switch {
 	case len(issues) > 0:
@@ -36,15 +29,5 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) int {
 	default:
 		result = app.Run(ctx, req, "cli")
 	}
-	writeJSON(env.stdout, result)
-	fmt.Fprintln(env.stderr, result.Summary())
-	switch {
-	case len(result.Artifact.ValidationErrors) > 0:
-		return ExitInvalid
-	case result.Artifact.Status == orchestrate.StatusAwaitingClient:
-		return ExitOK // paused: orchestra resume ID --results FILE goes on
-	case !result.Artifact.Success:
-		return ExitFailed
-	}
-	return ExitOK
+	return printResult(env, result)
 }

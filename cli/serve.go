@@ -22,8 +22,8 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 	if code, ok := parse(env, fs, args); !ok {
 		return code
 	}
-	if fs.NArg() > 0 {
-		return env.usageError(fmt.Sprintf("unexpected argument %q", fs.Arg(0)), "serve takes only flags")
+	if code, ok := noArgs(env, fs, "serve takes only flags"); !ok {
+		return code
 	}
 	if *addr == "" && (*stateless || *insecure || *metricsAddr != "") {
 		return env.usageError("--stateless, --insecure and --metrics-addr apply only with --http", "add --http 127.0.0.1:8080")
@@ -56,11 +56,10 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 		}
 		defer metricsLn.Close()
 	}
-	app, ok := newAppWith(ctx, env, cfg, logger, server.Options{Metrics: metricsLn != nil})
+	app, ok := env.newApp(ctx, cfg, logger, server.Options{Metrics: metricsLn != nil})
 	if !ok {
 		return ExitInvalid
 	}
-	defer app.Close()
 	if metricsLn != nil {
 		stop := serveMetrics(metricsLn, app.MetricsHandler())
 		defer stop()

@@ -9,29 +9,34 @@ import (
 	"text/tabwriter"
 
 	"github.com/orchestra-mcp/orchestra/registry/mcpserver"
+	"github.com/orchestra-mcp/orchestra/server"
 )
 
-func cmdTools(ctx context.Context, env *cliEnv, args []string) int {
-	var cf commonFlags
-	fs := newFlagSet(env, "tools", &cf)
-	asJSON := fs.Bool("json", false, "print the full catalog with input and output schemas as JSON")
-	if code, ok := parse(env, fs, args); !ok {
-		return code
+// listing returns a command that lists what the app holds, as a table or,
+// with --json (whose usage is jsonUsage), as JSON: show prints it.
+func listing(jsonUsage string, show func(env *cliEnv, app *server.App, asJSON bool) int) func(ctx context.Context, env *cliEnv, args []string) int {
+	return func(ctx context.Context, env *cliEnv, args []string) int {
+		var cf commonFlags
+		fs := newFlagSet(env, env.cmd.name, &cf)
+		asJSON := fs.Bool("json", false, jsonUsage)
+		if code, ok := parse(env, fs, args); !ok {
+			return code
+		}
+		if code, ok := noArgs(env, fs, env.cmd.name+" takes only flags"); !ok {
+			return code
+		}
+		app, ok := env.openApp(ctx, &cf, server.Options{})
+		if !ok {
+			return ExitInvalid
+		}
+		return show(env, app, *asJSON)
 	}
-	if fs.NArg() > 0 {
-		return env.usageError(fmt.Sprintf("unexpected argument %q", fs.Arg(0)), "tools takes only flags")
-	}
-	cfg, logger, ok := cf.load(env)
-	if !ok {
-		return ExitInvalid
-	}
-	app, ok := newApp(ctx, env, cfg, logger)
-	if !ok {
-		return ExitInvalid
-	}
-	defer app.Close()
+}
+
+// showTools prints the app's catalog and downstream servers.
+func showTools(env *cliEnv, app *server.App, asJSON bool) int {
 	tools := app.Catalog.List()
-	if *asJSON {
+	if asJSON {
 		type entry struct {
 			Name          string `json:"name"`
 			Source        string `json:"source"`

@@ -5,22 +5,17 @@ import (
 	"fmt"
 
 	"github.com/orchestra-mcp/orchestra/orchestrate"
+	"github.com/orchestra-mcp/orchestra/server"
 )
 
 func cmdValidate(ctx context.Context, env *cliEnv, args []string) int {
 	var cf commonFlags
 	fs := newFlagSet(env, "validate", &cf)
-	if code, ok := parse(env, fs, args); !ok {
-		return code
-	}
-	cfg, logger, ok := cf.load(env)
-	if !ok {
-		return ExitInvalid
-	}
-	req, issues, code, ok := planInput(env, "validate", fs, cfg)
+	in, code, ok := planInput(env, fs, &cf, args)
 	if !ok {
 		return code
 	}
+	req, issues := in.req, in.issues
 	type report struct {
 		Valid    bool                 `json:"valid"`
 		Errors   []*orchestrate.Issue `json:"errors"`
@@ -32,11 +27,10 @@ func cmdValidate(ctx context.Context, env *cliEnv, args []string) int {
 		if req.Plan == nil {
 			rep.Errors = []*orchestrate.Issue{{Path: "prompt", Code: orchestrate.CodeInvalidRequest, Message: "validate checks plans; this input has a prompt and no plan"}}
 		} else {
-			app, ok := newApp(ctx, env, cfg, logger)
+			app, ok := env.newApp(ctx, in.cfg, in.logger, server.Options{})
 			if !ok {
 				return ExitInvalid
 			}
-			defer app.Close()
 			v := app.Engine.Validate(req)
 			rep.Errors, rep.Warnings, rep.Plan = v.Errors, v.Warnings, req.Plan
 		}

@@ -12,8 +12,8 @@ func cmdVersion(ctx context.Context, env *cliEnv, args []string) int {
 	if code, ok := parse(env, fs, args); !ok {
 		return code
 	}
-	if fs.NArg() > 0 {
-		return env.usageError(fmt.Sprintf("unexpected argument %q", fs.Arg(0)), "version takes no arguments")
+	if code, ok := noArgs(env, fs, "version takes no arguments"); !ok {
+		return code
 	}
 	fmt.Fprintf(env.stdout, "orchestra %s\n", version.String())
 	return ExitOK
