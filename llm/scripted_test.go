@@ -10,8 +10,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/orchestra-mcp/orchestra/llm"
 	"go.yaml.in/yaml/v4"
+
+	"github.com/orchestra-mcp/orchestra/llm"
 )
 
 func TestScriptedInMemory(t *testing.T) {
