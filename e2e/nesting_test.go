@@ -65,7 +65,7 @@ func TestNesting(t *testing.T) {
 					t.Errorf("the chain a → b → c did not run to the bottom:\n%s", text)
 				}
 			} else {
-				if !res.IsError || !strings.Contains(text, orchestrate.CodeDepthExceeded) || strings.Contains(text, `"text":"bottom reached"`) {
+				if !res.IsError || !strings.Contains(text, string(orchestrate.CodeDepthExceeded)) || strings.Contains(text, `"text":"bottom reached"`) {
 					t.Errorf("want the third orchestra to refuse with depth_exceeded:\n%s", text)
 				}
 			}
@@ -158,7 +158,7 @@ func TestNestingDirectCalls(t *testing.T) {
 				if res.IsError || !strings.Contains(text, `bottom reached`) {
 					t.Errorf("the direct chain did not run to the bottom:\n%s", text)
 				}
-			} else if !res.IsError || !strings.Contains(text, orchestrate.CodeDepthExceeded) || strings.Contains(text, `\"text\":\"bottom reached`) {
+			} else if !res.IsError || !strings.Contains(text, string(orchestrate.CodeDepthExceeded)) || strings.Contains(text, `\"text\":\"bottom reached`) {
 				t.Errorf("want the fourth orchestra to refuse with depth_exceeded:\n%s", text)
 			}
 			cs.Close()

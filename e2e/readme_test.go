@@ -5,9 +5,13 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"maps"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -71,8 +75,48 @@ func generated(t *testing.T) map[string]string {
 	lim := orchestrate.DefaultLimits()
 	sections["limits"] = fmt.Sprintf("max_depth %d · max_steps %d · max_parallel %d · max_nesting %d · step timeout %s · plan timeout %s · step output %d KiB · response %d KiB in the envelope · max_iterations %d per loop · max_tool_calls %d per run\n",
 		lim.MaxDepth, lim.MaxSteps, lim.MaxParallel, lim.MaxNesting, lim.StepTimeout, lim.PlanTimeout, lim.MaxStepOutputBytes>>10, lim.MaxResponseBytes>>10, lim.MaxIterations, lim.MaxToolCalls)
+	sections["codes"] = codesSection(t)
 	maps.Copy(sections, installSections(t))
 	return sections
+}
+
+// codesSection is the README's table of codes, made from the declarations
+// of orchestrate/codes.go: a table for each block of codes, under the
+// block's comment, with each code's comment as its meaning.
+func codesSection(t *testing.T) string {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), "orchestrate/codes.go", nil, parser.ParseComments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, d := range f.Decls {
+		gd, ok := d.(*ast.GenDecl)
+		if !ok || gd.Tok != token.CONST {
+			continue
+		}
+		kind, what, _ := strings.Cut(docText(gd.Doc), ": ")
+		fmt.Fprintf(&b, "**%s**: %s\n\n| code | meaning |\n|---|---|\n", kind, what)
+		for _, spec := range gd.Specs {
+			vs := spec.(*ast.ValueSpec)
+			value, err := strconv.Unquote(vs.Values[0].(*ast.BasicLit).Value)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, meaning, ok := strings.Cut(docText(vs.Doc), ": ")
+			if !ok {
+				t.Fatalf("the comment of %s does not say what it means (\"%s: ...\")", vs.Names[0].Name, vs.Names[0].Name)
+			}
+			fmt.Fprintf(&b, "| `%s` | %s |\n", value, strings.ToUpper(meaning[:1])+meaning[1:])
+		}
+		b.WriteString("\n")
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// docText is a comment's text on one line.
+func docText(g *ast.CommentGroup) string {
+	return strings.Join(strings.Fields(g.Text()), " ")
 }
 
 var sectionRE = regexp.MustCompile(`(?s)<!-- BEGIN GENERATED: (\w+) -->\n(.*?)<!-- END GENERATED: (\w+) -->`)

@@ -96,7 +96,7 @@ type decoder struct {
 	bare   bool // a request may be a bare plan
 }
 
-func (d *decoder) add(path, code, msg string, suggestions ...string) {
+func (d *decoder) add(path string, code Code, msg string, suggestions ...string) {
 	d.issues = append(d.issues, &Issue{Path: path, Code: code, Message: msg, Suggestions: suggestions})
 }
 

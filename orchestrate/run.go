@@ -229,7 +229,7 @@ func (r *run) validate() bool {
 	return r.valid.OK()
 }
 
-func plannerCode(ctx context.Context, err error) string {
+func plannerCode(ctx context.Context, err error) Code {
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
 		return CodeTimeout

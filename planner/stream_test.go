@@ -303,7 +303,7 @@ func TestStreamGaveUpReportsEarlyStep(t *testing.T) {
 		if a.Success || len(a.ValidationErrors) == 0 {
 			t.Fatalf("status %s, validation errors %v", a.Status, a.ValidationErrors)
 		}
-		var codes []string
+		var codes []orchestrate.Code
 		for _, e := range a.Errors {
 			codes = append(codes, e.Code)
 		}

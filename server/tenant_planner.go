@@ -61,7 +61,7 @@ func (a *App) plannerFor(req *mcp.CallToolRequest) (*planner.Planner, llm.Model)
 // is false.
 func planningDisabled(ctx context.Context, e *orchestrate.Engine) *mcp.CallToolResult {
 	return orchestrate.Result(e.Reject(ctx, []*orchestrate.Issue{{
-		Code:    "planning_disabled",
+		Code:    orchestrate.CodePlanningDisabled,
 		Message: "planning is disabled for your tenant (planning_enabled: false): send a plan instead of a prompt",
 	}}))
 }

@@ -70,7 +70,7 @@ func (p *Notifier) Hooks() *orchestrate.Hooks {
 			s := i.Step
 			msg := fmt.Sprintf("%s: %s in %s", label(s), s.Status, (time.Duration(s.DurationMS) * time.Millisecond).String())
 			if s.Error != nil {
-				msg += " (" + s.Error.Code + ")"
+				msg += " (" + string(s.Error.Code) + ")"
 			}
 			p.send(i.Run, msg, 0, true, s.Type != "parallel" && s.Type != orchestrate.TypeForEach)
 		},

@@ -86,7 +86,7 @@ func (l runLog) hooks() *orchestrate.Hooks {
 			}
 			at := append(stepIDs(i.Run, s, 5), slog.String("status", s.Status), slog.Int64("duration_ms", s.DurationMS), slog.Int("attempts", s.Attempts))
 			if s.Error != nil {
-				at = append(at, slog.String("code", s.Error.Code), slog.String("error", s.Error.Message))
+				at = append(at, slog.String("code", string(s.Error.Code)), slog.String("error", s.Error.Message))
 			}
 			l.emit(level, "step finished", at)
 		},
@@ -125,9 +125,9 @@ func (l runLog) hooks() *orchestrate.Hooks {
 			}
 			if !a.Success {
 				if len(a.Errors) > 0 {
-					at = append(at, slog.String("code", a.Errors[0].Code), slog.String("error", a.Errors[0].Message))
+					at = append(at, slog.String("code", string(a.Errors[0].Code)), slog.String("error", a.Errors[0].Message))
 				} else if len(a.ValidationErrors) > 0 {
-					at = append(at, slog.String("code", a.ValidationErrors[0].Code), slog.String("error", a.ValidationErrors[0].Message))
+					at = append(at, slog.String("code", string(a.ValidationErrors[0].Code)), slog.String("error", a.ValidationErrors[0].Message))
 				}
 			}
 			l.emit(level, "run finished", at)

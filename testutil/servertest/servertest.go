@@ -162,7 +162,7 @@ func InvalidPlan(t *testing.T, cs *mcp.ClientSession, p Probe) {
 	if got := p.Calls() - before; got != 0 {
 		t.Errorf("the probe ran %d times for an invalid plan; want 0", got)
 	}
-	codes := map[string]Issue{}
+	codes := map[orchestrate.Code]Issue{}
 	for _, i := range env.Artifact.ValidationErrors {
 		codes[i.Code] = i
 		if i.Message == "" {
@@ -251,7 +251,7 @@ func DepthExceeded(t *testing.T, cs *mcp.ClientSession, p Probe) {
 	if got := p.Calls() - before; got != 0 {
 		t.Errorf("the probe ran %d times at the depth limit; want 0", got)
 	}
-	var codes []string
+	var codes []orchestrate.Code
 	for _, e := range env.Artifact.Errors {
 		codes = append(codes, e.Code)
 	}
@@ -271,7 +271,7 @@ func BadInput(t *testing.T, cs *mcp.ClientSession, p Probe) {
 	cases := []struct {
 		name string
 		args any
-		code string
+		code orchestrate.Code
 		hint string // a part of the message
 	}{
 		{"wrong type of steps", map[string]any{"plan": map[string]any{"steps": "all of them"}}, orchestrate.CodeInvalidValue, "steps"},
@@ -376,17 +376,17 @@ type Step struct {
 
 // Error is a failure in the envelope.
 type Error struct {
-	StepID  string `json:"step_id"`
-	Code    string `json:"code"`
-	Message string `json:"message"`
+	StepID  string           `json:"step_id"`
+	Code    orchestrate.Code `json:"code"`
+	Message string           `json:"message"`
 }
 
 // Issue is a validation error in the envelope.
 type Issue struct {
-	Path        string   `json:"path"`
-	Code        string   `json:"code"`
-	Message     string   `json:"message"`
-	Suggestions []string `json:"suggestions"`
+	Path        string           `json:"path"`
+	Code        orchestrate.Code `json:"code"`
+	Message     string           `json:"message"`
+	Suggestions []string         `json:"suggestions"`
 }
 
 // Call calls agent_orchestrate with args and meta and decodes the envelope.
