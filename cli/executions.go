@@ -32,8 +32,7 @@ func cmdExecutions(ctx context.Context, env *cliEnv, args []string) int {
 	if !ok {
 		return ExitInvalid
 	}
-	st, ok := env.openStore(ctx, cfg, store.Options{Logger: logger,
-		Retention: store.Retention{MaxAge: cfg.Store.Retention.MaxAge.D(), MaxRuns: cfg.Store.Retention.MaxRuns}})
+	st, ok := env.openStore(ctx, cfg, store.Options{Logger: logger, Retention: retention(cfg)})
 	if !ok {
 		return ExitFailed
 	}

@@ -53,6 +53,12 @@ func parse(env *cliEnv, fs *flag.FlagSet, args []string) (int, bool) {
 	return 0, true
 }
 
+// retention is the retention of cfg's execution records, for a command
+// that prunes them as it opens them.
+func retention(cfg *config.Config) store.Retention {
+	return store.Retention{MaxAge: cfg.Store.Retention.MaxAge.D(), MaxRuns: cfg.Store.Retention.MaxRuns}
+}
+
 // storeFlag adds --store to a command that keeps execution records.
 func (cf *commonFlags) storeFlag(fs *flag.FlagSet) {
 	cf.records = true

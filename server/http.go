@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/orchestra-mcp/orchestra/server/httpedge"
+	"github.com/orchestra-mcp/orchestra/viewer"
 )
 
 // HTTPOptions configure the Streamable HTTP transport.
@@ -24,7 +25,8 @@ type HTTPOptions struct {
 // SDK's DNS-rebinding protection, cross-origin protection, the request
 // body limit and read timeout, bearer-token authentication when
 // server.auth is configured, per-client rate limits and the session cap,
-// and a health check at /healthz.
+// a health check at /healthz, and the web viewer of the records at /ui/
+// (behind the same authentication and rate limits).
 //
 // A stateful server serves protocol 2026-07-28 too: that revision has no
 // sessions, so its requests (which carry the version in the
@@ -80,6 +82,14 @@ func (a *App) HTTPHandler(opts HTTPOptions) http.Handler {
 		prm := httpedge.ProtectedResourceHandler(*a.Config.Server.Auth.JWT)
 		mux.Handle(httpedge.ProtectedResourcePath, prm)
 		mux.Handle(httpedge.ProtectedResourcePath+"/mcp", prm) // RFC 9728: the resource's path after the well-known one
+	}
+	if ui, err := a.viewerHandler(); err != nil {
+		a.log.Error("the viewer is not served", "err", err)
+	} else {
+		if rl := cfg.RateLimit; rl.RequestsPerSecond > 0 {
+			ui = httpedge.NewRateLimiter(rl.RequestsPerSecond, rl.Burst, a.tokens).Limit(ui)
+		}
+		mux.Handle(viewer.DefaultPrefix, ui)
 	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

@@ -144,7 +144,7 @@ func (s *Tokens) RequireToken(next http.Handler) http.Handler {
 			s.challenge(w, r, http.StatusUnauthorized, "", "authentication required: send the header \"Authorization: Bearer TOKEN\" with a token listed in server.auth (tokens_env, tokens_file or tokens) of the server's configuration"+s.jwtHint())
 			return
 		}
-		ti, err := s.verify(r.Context(), token)
+		ti, err := s.Verify(r.Context(), token)
 		var ae *authError
 		switch {
 		case errors.As(err, &ae):
@@ -171,8 +171,10 @@ type authError struct {
 
 func (e *authError) Error() string { return e.msg }
 
-// verify returns the token info of token: a static token's, or a JWT's.
-func (s *Tokens) verify(ctx context.Context, token string) (*auth.TokenInfo, error) {
+// Verify returns the token info of token: a static token's, or a JWT's
+// (with its tenant when tenants are configured). It is how a caller is
+// authenticated at /mcp and in the web viewer.
+func (s *Tokens) Verify(ctx context.Context, token string) (*auth.TokenInfo, error) {
 	if name, ok := s.lookup(token); ok {
 		ti := &auth.TokenInfo{UserID: name, Scopes: s.scopes, Expiration: time.Now().Add(24 * time.Hour)}
 		if s.tenants != nil {

@@ -249,7 +249,7 @@ func TestJWTTenantByClaims(t *testing.T) {
 		{func(c jwt.MapClaims) { c["groups"] = []any{"dev", "admin"} }, "admins"},
 		{func(c jwt.MapClaims) { c["org"] = "someone-else" }, ""},
 	} {
-		ti, err := s.verify(context.Background(), sign(t, "k1", k1, claims(tc.claim)))
+		ti, err := s.Verify(context.Background(), sign(t, "k1", k1, claims(tc.claim)))
 		if tc.tenant == "" {
 			if ae, ok := err.(*authError); !ok || ae.status != http.StatusForbidden {
 				t.Errorf("claims matching no tenant: %v, want 403", err)
