@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
@@ -18,64 +17,56 @@ import (
 // answered all the same: the answer is taken from the body and handed to
 // onDelta whole.
 func (m *anthropicModel) GenerateStream(ctx context.Context, req *Request, onDelta func(Delta)) (*Response, error) {
-	op, params, err := m.request(req)
-	if err != nil {
-		return nil, err
-	}
-	tctx, cancel := context.WithTimeout(ctx, m.cfg.timeout())
-	defer cancel()
-	start := time.Now()
-	var whole jsonAnswer
-	stream := m.svc.NewStreaming(tctx, params, option.WithMiddleware(func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
-		return whole.catch(next(r))
-	}))
-	defer stream.Close()
-	var msg anthropic.Message
-	calls := map[int64]int{} // content block index → Delta.Call
-	events := 0
-	for stream.Next() {
-		events++
-		ev := stream.Current()
-		if err := msg.Accumulate(ev); err != nil {
-			return nil, &Error{Provider: ProviderAnthropic, Op: op, Kind: ErrBadResponse, Err: err}
-		}
-		switch ev := ev.AsAny().(type) {
-		case anthropic.ContentBlockStartEvent:
-			if ev.ContentBlock.Type == "tool_use" {
-				i := len(calls)
-				calls[ev.Index] = i
-				onDelta(Delta{Call: i, Name: ev.ContentBlock.Name})
+	return generate(ctx, &m.sdkModel, req, true, m.params, anthropicError, func(ctx context.Context, op string, p anthropic.MessageNewParams) (*Response, error) {
+		var whole jsonAnswer
+		stream := m.svc.NewStreaming(ctx, p, option.WithMiddleware(func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+			return whole.catch(next(r))
+		}))
+		defer stream.Close()
+		var msg anthropic.Message
+		calls := map[int64]int{} // content block index → Delta.Call
+		events := 0
+		for stream.Next() {
+			events++
+			ev := stream.Current()
+			if err := msg.Accumulate(ev); err != nil {
+				return nil, &Error{Provider: ProviderAnthropic, Op: op, Kind: ErrBadResponse, Err: err}
 			}
-		case anthropic.ContentBlockDeltaEvent:
-			switch d := ev.Delta.AsAny().(type) {
-			case anthropic.TextDelta:
-				onDelta(Delta{Text: d.Text})
-			case anthropic.InputJSONDelta:
-				if i, ok := calls[ev.Index]; ok && d.PartialJSON != "" {
-					onDelta(Delta{Call: i, Arguments: d.PartialJSON})
+			switch ev := ev.AsAny().(type) {
+			case anthropic.ContentBlockStartEvent:
+				if ev.ContentBlock.Type == "tool_use" {
+					i := len(calls)
+					calls[ev.Index] = i
+					onDelta(Delta{Call: i, Name: ev.ContentBlock.Name})
+				}
+			case anthropic.ContentBlockDeltaEvent:
+				switch d := ev.Delta.AsAny().(type) {
+				case anthropic.TextDelta:
+					onDelta(Delta{Text: d.Text})
+				case anthropic.InputJSONDelta:
+					if i, ok := calls[ev.Index]; ok && d.PartialJSON != "" {
+						onDelta(Delta{Call: i, Arguments: d.PartialJSON})
+					}
 				}
 			}
 		}
-	}
-	if err := stream.Err(); err != nil {
-		e := m.wrap(ctx, op, err)
-		m.log.DebugContext(ctx, "model call failed", "model", m.Name(), "duration", time.Since(start), "error", e)
-		return nil, e
-	}
-	if events == 0 {
+		if err := stream.Err(); err != nil {
+			return nil, err
+		}
+		if events > 0 {
+			return anthropicResponse(&msg)
+		}
 		if whole.body == nil {
 			return nil, &Error{Provider: ProviderAnthropic, Op: op, Kind: ErrBadResponse, Err: errNoEvents}
 		}
 		if err := json.Unmarshal(whole.body, &msg); err != nil || msg.Type != "message" {
 			return nil, &Error{Provider: ProviderAnthropic, Op: op, Kind: ErrBadResponse, Err: fmt.Errorf("the server answered the streaming request with a JSON body that is no message: %.200s", whole.body)}
 		}
-	}
-	resp := anthropicResponse(&msg)
-	if events == 0 {
+		resp, err := anthropicResponse(&msg)
+		if err != nil {
+			return nil, err
+		}
 		replay(resp, onDelta)
-	}
-	m.log.DebugContext(ctx, "model call", "model", m.Name(), "duration", time.Since(start), "streamed", events > 0,
-		"input_tokens", resp.Usage.InputTokens, "output_tokens", resp.Usage.OutputTokens,
-		"tool_calls", len(resp.ToolCalls), "stop_reason", resp.StopReason)
-	return resp, nil
+		return resp, nil
+	})
 }

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -20,71 +19,61 @@ import (
 // with one JSON body instead (it does not stream) has answered all the
 // same: the answer is taken from the body and handed to onDelta whole.
 func (m *openAIModel) GenerateStream(ctx context.Context, req *Request, onDelta func(Delta)) (*Response, error) {
-	op, params, err := m.request(req)
-	if err != nil {
-		return nil, err
-	}
-	params.StreamOptions.IncludeUsage = param.NewOpt(true)
-	tctx, cancel := context.WithTimeout(ctx, m.cfg.timeout())
-	defer cancel()
-	start := time.Now()
-	var whole jsonAnswer
-	stream := m.svc.NewStreaming(tctx, params, option.WithMiddleware(func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
-		return whole.catch(next(r))
-	}))
-	defer stream.Close()
-	var acc openai.ChatCompletionAccumulator
-	calls := map[int64]int{} // the stream's tool call index → Delta.Call
-	chunks := 0
-	for stream.Next() {
-		chunks++
-		chunk := stream.Current()
-		if !acc.AddChunk(chunk) {
-			return nil, &Error{Provider: ProviderOpenAI, Op: op, Kind: ErrBadResponse, Err: errors.New("the stream sent a chunk that does not continue the answer")}
-		}
-		for _, ch := range chunk.Choices {
-			if ch.Index != 0 {
-				continue
+	return generate(ctx, &m.sdkModel, req, true, m.params, openAIError, func(ctx context.Context, op string, p openai.ChatCompletionNewParams) (*Response, error) {
+		p.StreamOptions.IncludeUsage = param.NewOpt(true)
+		var whole jsonAnswer
+		stream := m.svc.NewStreaming(ctx, p, option.WithMiddleware(func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+			return whole.catch(next(r))
+		}))
+		defer stream.Close()
+		var acc openai.ChatCompletionAccumulator
+		calls := map[int64]int{} // the stream's tool call index → Delta.Call
+		chunks := 0
+		for stream.Next() {
+			chunks++
+			chunk := stream.Current()
+			if !acc.AddChunk(chunk) {
+				return nil, &Error{Provider: ProviderOpenAI, Op: op, Kind: ErrBadResponse, Err: errors.New("the stream sent a chunk that does not continue the answer")}
 			}
-			if ch.Delta.Content != "" {
-				onDelta(Delta{Text: ch.Delta.Content})
-			}
-			for _, tc := range ch.Delta.ToolCalls {
-				i, ok := calls[tc.Index]
-				if !ok {
-					i = len(calls)
-					calls[tc.Index] = i
+			for _, ch := range chunk.Choices {
+				if ch.Index != 0 {
+					continue
 				}
-				if tc.Function.Name != "" || tc.Function.Arguments != "" {
-					onDelta(Delta{Call: i, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+				if ch.Delta.Content != "" {
+					onDelta(Delta{Text: ch.Delta.Content})
+				}
+				for _, tc := range ch.Delta.ToolCalls {
+					i, ok := calls[tc.Index]
+					if !ok {
+						i = len(calls)
+						calls[tc.Index] = i
+					}
+					if tc.Function.Name != "" || tc.Function.Arguments != "" {
+						onDelta(Delta{Call: i, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+					}
 				}
 			}
 		}
-	}
-	if err := stream.Err(); err != nil {
-		e := m.wrap(ctx, op, err)
-		m.log.DebugContext(ctx, "model call failed", "model", m.Name(), "duration", time.Since(start), "error", e)
-		return nil, e
-	}
-	cc := &acc.ChatCompletion
-	if chunks == 0 {
-		if whole.body == nil {
-			return nil, &Error{Provider: ProviderOpenAI, Op: op, Kind: ErrBadResponse, Err: errNoEvents}
+		if err := stream.Err(); err != nil {
+			return nil, err
 		}
-		cc = &openai.ChatCompletion{}
-		if err := json.Unmarshal(whole.body, cc); err != nil {
-			return nil, &Error{Provider: ProviderOpenAI, Op: op, Kind: ErrBadResponse, Err: fmt.Errorf("the server answered the streaming request with a JSON body that is no chat completion: %w", err)}
+		cc := &acc.ChatCompletion
+		if chunks == 0 {
+			if whole.body == nil {
+				return nil, &Error{Provider: ProviderOpenAI, Op: op, Kind: ErrBadResponse, Err: errNoEvents}
+			}
+			cc = &openai.ChatCompletion{}
+			if err := json.Unmarshal(whole.body, cc); err != nil {
+				return nil, &Error{Provider: ProviderOpenAI, Op: op, Kind: ErrBadResponse, Err: fmt.Errorf("the server answered the streaming request with a JSON body that is no chat completion: %w", err)}
+			}
 		}
-	}
-	resp, err := openAIResponse(cc)
-	if err != nil {
-		return nil, &Error{Provider: ProviderOpenAI, Op: op, Kind: ErrBadResponse, Err: err}
-	}
-	if chunks == 0 {
-		replay(resp, onDelta)
-	}
-	m.log.DebugContext(ctx, "model call", "model", m.Name(), "duration", time.Since(start), "streamed", chunks > 0,
-		"input_tokens", resp.Usage.InputTokens, "output_tokens", resp.Usage.OutputTokens,
-		"tool_calls", len(resp.ToolCalls), "stop_reason", resp.StopReason)
-	return resp, nil
+		resp, err := openAIResponse(cc)
+		if err != nil {
+			return nil, &Error{Provider: ProviderOpenAI, Op: op, Kind: ErrBadResponse, Err: err}
+		}
+		if chunks == 0 {
+			replay(resp, onDelta)
+		}
+		return resp, nil
+	})
 }

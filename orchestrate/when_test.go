@@ -34,7 +34,7 @@ func reasonCodes(env *Envelope) []string {
 	walk = func(rs []*StepRecord) {
 		for _, r := range rs {
 			if r.Reason != nil {
-				out = append(out, r.ID+"="+r.Reason.Code)
+				out = append(out, r.ID+"="+string(r.Reason.Code))
 			}
 			walk(r.Children)
 		}
@@ -103,7 +103,7 @@ func TestWhenDependents(t *testing.T) {
 			if diff := cmp.Diff([]string{"c=success", "b=skipped", "dep=skipped", "own=skipped", "g=success", "inner=skipped", "free=success", "after=skipped"}, stepStatuses(env)); diff != "" {
 				t.Errorf("statuses (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff([]string{"b=" + CodeConditionFalse, "dep=" + CodeConditionFalse, "own=" + CodeConditionFalse, "inner=" + CodeConditionFalse, "after=" + CodeConditionFalse}, reasonCodes(env)); diff != "" {
+			if diff := cmp.Diff([]string{"b=" + string(CodeConditionFalse), "dep=" + string(CodeConditionFalse), "own=" + string(CodeConditionFalse), "inner=" + string(CodeConditionFalse), "after=" + string(CodeConditionFalse)}, reasonCodes(env)); diff != "" {
 				t.Errorf("reasons (-want +got):\n%s", diff)
 			}
 			if r := env.Artifact.Steps[2].Reason; !strings.Contains(r.Message, "step b") {
@@ -148,7 +148,7 @@ func TestWhenOnGroupAndLoop(t *testing.T) {
 	if n := env.Artifact.Steps[2].SkippedIterations; n != 1 {
 		t.Errorf("skipped_iterations %d, want 1", n)
 	}
-	if diff := cmp.Diff([]string{"g=" + CodeConditionFalse, "t=" + CodeConditionFalse}, reasonCodes(env)); diff != "" {
+	if diff := cmp.Diff([]string{"g=" + string(CodeConditionFalse), "t=" + string(CodeConditionFalse)}, reasonCodes(env)); diff != "" {
 		t.Errorf("reasons (-want +got):\n%s", diff)
 	}
 	out := env.Artifact.Steps[2].Output.([]any)
@@ -162,7 +162,10 @@ func TestWhenOnGroupAndLoop(t *testing.T) {
 
 // when must be one reference to something known before its step starts.
 func TestWhenPlanTime(t *testing.T) {
-	for _, tc := range []struct{ when, code string }{
+	for _, tc := range []struct {
+		when string
+		code Code
+	}{
 		{`yes`, CodeInvalidValue},
 		{`${c.output.ok} and more`, CodeInvalidValue},
 		{`$c.output.nope`, CodeFieldNotFound},
@@ -203,7 +206,7 @@ func TestTypedOutputsArePlainJSON(t *testing.T) {
 		{"id":"zero","when":"$t.output.count","tool":"echo","arguments":{}},
 		{"id":"first","when":"$t.output.of[0]","tool":"echo","arguments":{}},
 		{"id":"second","when":"$t.output.of[1]","tool":"echo","arguments":{"n":"$t.output.of[1]","b":"$t.output.big"}}]}}`))
-	if got := reasonCodes(env); !slices.Equal(got, []string{"zero=" + CodeConditionFalse, "first=" + CodeConditionFalse}) {
+	if got := reasonCodes(env); !slices.Equal(got, []string{"zero=" + string(CodeConditionFalse), "first=" + string(CodeConditionFalse)}) {
 		t.Errorf("skipped %v; want zero and first skipped for their 0", got)
 	}
 	out, _ := env.Artifact.Steps[3].Output.(map[string]any)

@@ -60,7 +60,7 @@ func (p *Planner) reactive(ctx context.Context, req *orchestrate.Request, res *R
 	var loopErr *orchestrate.Error
 	if e := out.Err; e != nil {
 		code := orchestrate.CodePlannerFailed
-		if e.Code == toolloop.CodeTimeout {
+		if e.Code == orchestrate.CodeTimeout {
 			code = orchestrate.CodeTimeout
 		}
 		loopErr = &orchestrate.Error{Code: code, Message: "reactive fallback: " + e.Message}
@@ -85,7 +85,7 @@ func (p *Planner) reactive(ctx context.Context, req *orchestrate.Request, res *R
 // loop does not offer, or with arguments that are no object, is refused
 // without running.
 func (p *Planner) callTool(ctx context.Context, c *orchestrate.ChildRun, tool *Tool, tc llm.ToolCall) (*orchestrate.StepRecord, string) {
-	refuse := func(code, msg string) (*orchestrate.StepRecord, string) {
+	refuse := func(code orchestrate.Code, msg string) (*orchestrate.StepRecord, string) {
 		now := time.Now()
 		rec := &orchestrate.StepRecord{Type: "tool", Tool: tc.Name, Status: orchestrate.StatusFailed, StartedAt: &now,
 			Error: &orchestrate.Error{Code: code, Message: msg}}
@@ -106,7 +106,7 @@ func (p *Planner) callTool(ctx context.Context, c *orchestrate.ChildRun, tool *T
 		if rec.Error.Code == orchestrate.CodeValidation {
 			return rec, "error: " + rec.Error.Message
 		}
-		return rec, "error: " + rec.Error.Code + ": " + rec.Error.Message
+		return rec, "error: " + string(rec.Error.Code) + ": " + rec.Error.Message
 	}
 	out, err := json.Marshal(rec.Output)
 	if err != nil {

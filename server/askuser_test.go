@@ -14,7 +14,7 @@ import (
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 	"github.com/orchestra-mcp/orchestra/registry"
 	"github.com/orchestra-mcp/orchestra/server"
-	"github.com/orchestra-mcp/orchestra/server/servertest"
+	"github.com/orchestra-mcp/orchestra/testutil/servertest"
 )
 
 // gateApp is an app with two counted tools, before (a step that runs

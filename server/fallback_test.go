@@ -13,7 +13,7 @@ import (
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 	"github.com/orchestra-mcp/orchestra/planner"
 	"github.com/orchestra-mcp/orchestra/server"
-	"github.com/orchestra-mcp/orchestra/server/servertest"
+	"github.com/orchestra-mcp/orchestra/testutil/servertest"
 )
 
 // fallbackConfig is a configuration whose scripted planner, with

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/orchestra-mcp/orchestra/orchestrate"
-	"github.com/orchestra-mcp/orchestra/server/servertest"
+	"github.com/orchestra-mcp/orchestra/testutil/servertest"
 )
 
 // A built-in tool's typed output is a plain JSON value by the time
