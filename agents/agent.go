@@ -97,7 +97,7 @@ func New(cfgs map[string]Config, opts Options) ([]*Agent, error) {
 			a.model = m
 		}
 		if cfg.OutputSchema != nil {
-			a.data, _ = schemaOf(cfg.OutputSchema)
+			a.data, _ = schemaOf("agents."+name+".output_schema", cfg.OutputSchema)
 		}
 		out = append(out, a)
 	}
@@ -530,10 +530,8 @@ func (a *Agent) userMessage(req *ExecutionRequest) (string, error) {
 			params = map[string]any{}
 		}
 		if act.InputSchema != nil {
-			s, _ := schemaOf(act.InputSchema)
-			rs, err := schemas.Resolve(s)
-			if err == nil {
-				if err := rs.Validate(params); err != nil {
+			if s, err := schemaOf("agents."+a.Name+".actions."+req.Action+".input_schema", act.InputSchema); err == nil {
+				if err := schemas.ValidateValue(s, params); err != nil {
 					return "", fmt.Errorf("the parameters of action %s: %s", req.Action, schemas.CleanError(err))
 				}
 			}
@@ -580,11 +578,7 @@ func (a *Agent) parseOutput(text string) (any, error) {
 	if err := json.Unmarshal([]byte(text), &v); err != nil {
 		return nil, fmt.Errorf("it is not JSON (%v)", err)
 	}
-	rs, err := schemas.Resolve(a.data)
-	if err != nil {
-		return nil, err
-	}
-	if err := rs.Validate(v); err != nil {
+	if err := schemas.ValidateValue(a.data, v); err != nil {
 		return nil, errors.New(schemas.CleanError(err))
 	}
 	return v, nil

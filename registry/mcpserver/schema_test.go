@@ -129,7 +129,7 @@ func TestNormalizeSchema(t *testing.T) {
 		{
 			name:    "dangling local ref cannot be used",
 			raw:     `{"type":"object","properties":{"x":{"$ref":"#/definitions/missing"}}}`,
-			wantErr: "resolving schema",
+			wantErr: `$ref "#/definitions/missing" points at nothing`,
 		},
 		{
 			name:    "false accepts nothing",
