@@ -114,7 +114,7 @@ func TestErrors(t *testing.T) {
 		{"negative limit", "limits:\n  max_steps: -1\n", nil, `limits.max_steps must not be negative`},
 		{"negative limits", "limits:\n  max_parallel: -2\n  max_depth: -1\n", nil, `limits.max_depth must not be negative; limits.max_parallel must not be negative`},
 		{"negative timeout", "limits:\n  step_timeout: -1s\n", nil, `limits.step_timeout must not be negative`},
-		{"negative request limit", "server:\n  max_request_bytes: -1\n", nil, `server.max_request_bytes must not be negative`},
+		{"negative request limit", "server:\n  max_request_bytes: -1\n", nil, `server.max_request_bytes, server.max_request_depth and server.max_request_elements must not be negative`},
 		{"negative grace", "server:\n  shutdown_grace: -1s\n", nil, `server.shutdown_grace must not be negative`},
 		{"negative session timeout", "server:\n  session_timeout: -1s\n", nil, `server.session_timeout must not be negative`},
 		{"malformed YAML", "limits:\n  max_steps: [1\n", nil, `^:\d+: did not find expected`},

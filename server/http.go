@@ -116,6 +116,13 @@ func (a *App) intake(opts HTTPOptions, h http.Handler) http.Handler {
 		if !ok {
 			return
 		}
+		if err := cfg.RequestGate().Check(data); err != nil {
+			// A JSON-RPC error for the request's id fails only that
+			// request: clients keep their session.
+			id, _ := requestID(data)
+			writeError(w, http.StatusBadRequest, id, jsonrpc.CodeInvalidRequest, gateMessage(err))
+			return
+		}
 		r.Body = io.NopCloser(bytes.NewReader(data))
 		m, ok := peek(data)
 		if !ok {

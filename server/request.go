@@ -45,6 +45,7 @@ func (a *App) orchestrateHandler() mcp.ToolHandler {
 		e := a.Engine.With(ro)
 		return e.Handler(orchestrate.HandlerOptions{
 			MaxRequestBytes: int(a.Config.Server.MaxRequestBytes),
+			Gate:            a.Config.Server.RequestGate(),
 			Prompt: func(ctx context.Context, req *mcp.CallToolRequest, r *orchestrate.Request) *mcp.CallToolResult {
 				if inTenant && !tenant.Planning() {
 					return planningDisabled(ctx, e)

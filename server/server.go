@@ -430,7 +430,7 @@ func (a *App) passthrough(t registry.Tool) mcp.ToolHandler {
 // answers, and returns: a client that stopped reading stdout cannot hold
 // the process.
 func (a *App) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
-	t := &lineTransport{in: in, out: out, maxLine: int(a.Config.Server.MaxRequestBytes)}
+	t := &lineTransport{in: in, out: out, maxLine: int(a.Config.Server.MaxRequestBytes), gate: a.Config.Server.RequestGate()}
 	// The session outlives ctx by the grace period.
 	ss, err := a.Server.Connect(context.WithoutCancel(ctx), t, nil)
 	if err != nil {

@@ -64,6 +64,28 @@ func (e *Error) Error() string {
 	}
 }
 
+// Keys name the settings that raise each limit, for messages.
+type Keys struct {
+	Bytes, Depth, Elements string
+}
+
+// Describe says that what (“the request”, “the message”) passed a limit
+// and how to get under it, naming the setting that raises the limit. An
+// error that is not the gate's is described as it is.
+func Describe(what string, err error, k Keys) string {
+	e, ok := AsError(err)
+	if !ok {
+		return fmt.Sprintf("%s: %v", what, err)
+	}
+	switch e.Kind {
+	case KindDepth:
+		return fmt.Sprintf("%s is %v: send flatter JSON (%s sets the limit; MCP clients parse no deeper than 1,000 levels)", what, e, k.Depth)
+	case KindElements:
+		return fmt.Sprintf("%s %v: send fewer values, pass large data by reference (a URL or a step that fetches it), or raise %s in the configuration file", what, e, k.Elements)
+	}
+	return fmt.Sprintf("%s is %v: send less, pass large data by reference, or raise %s in the configuration file", what, e, k.Bytes)
+}
+
 // AsError returns the gate's error in err's chain, if any.
 func AsError(err error) (*Error, bool) {
 	var e *Error
