@@ -306,7 +306,7 @@ func Load(path string) (*Config, error) {
 	defer f.Close()
 	data, err := jsongate.Limits{Bytes: MaxFileBytes}.ReadAll(f)
 	if err != nil {
-		return nil, fmt.Errorf("reading config %s: the file is %w; a configuration file is a few kilobytes of YAML or JSON", path, err)
+		return nil, fmt.Errorf("reading config %s: the file %w; a configuration file is a few kilobytes of YAML or JSON", path, err)
 	}
 	c, err := Parse(data, os.LookupEnv)
 	if err != nil {

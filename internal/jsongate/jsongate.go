@@ -42,8 +42,9 @@ const (
 	KindElements = "elements"
 )
 
-// Error says which limit a document passed and where. Callers wrap it with
-// what the document was and which setting raises the limit.
+// Error says which limit a document passed and where. Its message is a
+// predicate ("is larger than the limit of 4194304 bytes"): callers put
+// what the document was before it ([Describe]).
 type Error struct {
 	// Kind is KindBytes, KindDepth or KindElements.
 	Kind string
@@ -56,9 +57,9 @@ type Error struct {
 func (e *Error) Error() string {
 	switch e.Kind {
 	case KindBytes:
-		return fmt.Sprintf("larger than the limit of %d bytes", e.Max)
+		return fmt.Sprintf("is larger than the limit of %d bytes", e.Max)
 	case KindDepth:
-		return fmt.Sprintf("nested deeper than the limit of %d levels (at byte %d)", e.Max, e.Offset)
+		return fmt.Sprintf("is nested deeper than the limit of %d levels (at byte %d)", e.Max, e.Offset)
 	default:
 		return fmt.Sprintf("holds more than the limit of %d values (at byte %d)", e.Max, e.Offset)
 	}
@@ -79,11 +80,11 @@ func Describe(what string, err error, k Keys) string {
 	}
 	switch e.Kind {
 	case KindDepth:
-		return fmt.Sprintf("%s is %v: send flatter JSON (%s sets the limit; MCP clients parse no deeper than 1,000 levels)", what, e, k.Depth)
+		return fmt.Sprintf("%s %v: send flatter JSON (%s sets the limit; MCP clients parse no deeper than 1,000 levels)", what, e, k.Depth)
 	case KindElements:
 		return fmt.Sprintf("%s %v: send fewer values, pass large data by reference (a URL or a step that fetches it), or raise %s in the configuration file", what, e, k.Elements)
 	}
-	return fmt.Sprintf("%s is %v: send less, pass large data by reference, or raise %s in the configuration file", what, e, k.Bytes)
+	return fmt.Sprintf("%s %v: send less, pass large data by reference, or raise %s in the configuration file", what, e, k.Bytes)
 }
 
 // AsError returns the gate's error in err's chain, if any.

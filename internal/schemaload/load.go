@@ -100,7 +100,7 @@ func Load(source string, raw any, lim Limits) (*jsonschema.Schema, error) {
 		}
 	}
 	if err := lim.JSON.Check(data); err != nil {
-		return nil, &Error{Source: source, Reason: fmt.Sprintf("the schema is %v; send a smaller schema", err)}
+		return nil, &Error{Source: source, Reason: fmt.Sprintf("the schema %v; send a smaller schema", err)}
 	}
 	s := &jsonschema.Schema{}
 	if err := json.Unmarshal(data, s); err != nil {
