@@ -435,7 +435,7 @@ func (a *Agent) callTool(ctx context.Context, child *orchestrate.ChildRun, byNam
 		return refuse(orchestrate.CodeForbiddenTool, fmt.Sprintf("tool %q is not allowed for agent %s; %s", tc.Name, a.Name, has))
 	}
 	var args map[string]any
-	if err := json.Unmarshal(tc.Arguments, &args); err != nil || args == nil {
+	if err := llm.DecodeArguments(tc.Arguments, &args); err != nil || args == nil {
 		if len(bytes.TrimSpace(tc.Arguments)) != 0 {
 			tl.failed(tc.Name, &orchestrate.Error{Code: orchestrate.CodeInvalidArguments, Message: "its arguments are not a JSON object"})
 			return refuse(orchestrate.CodeInvalidArguments, fmt.Sprintf("the arguments of %s are not a JSON object", tc.Name))
@@ -575,7 +575,7 @@ func (a *Agent) parseOutput(text string) (any, error) {
 		text = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(s), "```"))
 	}
 	var v any
-	if err := json.Unmarshal([]byte(text), &v); err != nil {
+	if err := llm.DecodeArguments([]byte(text), &v); err != nil {
 		return nil, fmt.Errorf("it is not JSON (%v)", err)
 	}
 	if err := schemas.ValidateValue(a.data, v); err != nil {

@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -103,6 +104,16 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 }
 
 func (b *limitedBody) Close() error { return b.c.Close() }
+
+// DecodeArguments decodes a tool call's arguments, or other JSON a model
+// wrote, into v, once they have passed the decoding gate's default
+// nesting and value limits (their bytes are bounded by the answer's).
+func DecodeArguments(raw []byte, v any) error {
+	if err := jsongate.Default(0).Check(raw); err != nil {
+		return fmt.Errorf("the model's JSON %w", err)
+	}
+	return json.Unmarshal(raw, v)
+}
 
 // answerCounter counts the text and argument bytes of a streamed answer.
 type answerCounter struct {

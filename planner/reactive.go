@@ -116,7 +116,7 @@ func (p *Planner) callTool(ctx context.Context, req *orchestrate.Request, tool *
 		return fail(orchestrate.CodeUnknownTool, fmt.Sprintf("unknown tool %q; the tools are %s", tc.Name, strings.Join(tool.Tools, ", ")))
 	}
 	var args map[string]any
-	if err := json.Unmarshal(tc.Arguments, &args); err != nil || args == nil {
+	if err := llm.DecodeArguments(tc.Arguments, &args); err != nil || args == nil {
 		return fail(orchestrate.CodeInvalidArguments, fmt.Sprintf("the arguments of %s are not a JSON object", tc.Name))
 	}
 	rec = p.opts.Engine.CallTool(ctx, id, tc.Name, args, req.Bindings)

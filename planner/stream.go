@@ -99,7 +99,7 @@ func partialPlan(tool *Tool, sc *planScanner) *orchestrate.Plan {
 	}
 	for _, e := range sc.elems[len(sc.decoded):] {
 		var v any
-		if json.Unmarshal(e, &v) != nil {
+		if llm.DecodeArguments(e, &v) != nil {
 			return nil
 		}
 		sc.decoded = append(sc.decoded, v)
