@@ -71,7 +71,8 @@ type Tenant struct {
 
 // TenantMatch recognises a tenant's callers: by the name of their static
 // token, or by the claims of their JWT (every claim listed must equal its
-// value; a list claim must contain it).
+// value whole; a list claim must hold it as an element, and the
+// space-separated string of scope or scp as one of its members).
 type TenantMatch struct {
 	Tokens []string          `yaml:"tokens,omitempty" json:"tokens,omitempty"`
 	Claims map[string]string `yaml:"claims,omitempty" json:"claims,omitempty"`

@@ -41,7 +41,7 @@ type Lesson struct {
 }
 
 // Lessons keeps lessons from past runs. The caller they belong to travels
-// in the context (toolcontext.IDs.UserID): each caller learns from and
+// in the context (toolcontext.IDs.Owner): each caller learns from and
 // sees only its own runs.
 type Lessons interface {
 	// Recall returns at most n lessons about tools, the most seen first.

@@ -192,12 +192,52 @@ type authError struct {
 
 func (e *authError) Error() string { return e.msg }
 
+// Owners are namespaced by how the caller authenticated: the owner of a
+// static token's runs is "static:" and its name, that of a JWT's
+// "jwt:" and its issuer, "#" and its sub (an issuer identifier has no
+// fragment). No JWT can name a static token's owner, whatever its sub.
+// The owner is the token info's UserID, which scopes records, pauses and
+// insights and ties HTTP sessions; the user id shown (_metadata.user_id,
+// the records' user_id) stays the name or the sub, under userKey.
+func staticOwner(name string) string { return "static:" + name }
+
+func jwtOwner(issuer, sub string) string { return "jwt:" + issuer + "#" + sub }
+
+// legacyOwner returns the namespaced owner of records written before
+// owners were namespaced, when the configuration tells which kind of
+// caller the bare name was: a static token's name when no JWT is
+// accepted, a JWT's sub when the name is no static token's. A name that
+// could be either is left as it is (ok false): no authenticated caller
+// sees those records any more, the machine's own callers still do.
+func (s *tokenSet) legacyOwner(name string) (owner string, ok bool) {
+	static := slices.ContainsFunc(s.static, func(t staticToken) bool { return t.name == name })
+	switch {
+	case static && s.jwt == nil:
+		return staticOwner(name), true
+	case !static && s.jwt != nil:
+		return jwtOwner(s.jwt.cfg.Issuer, name), true
+	}
+	return "", false
+}
+
+// userKey is the key of auth.TokenInfo.Extra that holds the caller's user
+// id as shown: a static token's name, a JWT's sub.
+const userKey = "orchestra/user"
+
+// userOf returns the user id shown for the caller of ti.
+func userOf(ti *auth.TokenInfo) string {
+	if u, ok := ti.Extra[userKey].(string); ok {
+		return u
+	}
+	return ti.UserID
+}
+
 // verify returns the token info of token: a static token's, or a JWT's.
 func (s *tokenSet) verify(ctx context.Context, token string) (*auth.TokenInfo, error) {
 	if name, ok := s.lookup(token); ok {
-		ti := &auth.TokenInfo{UserID: name, Scopes: s.scopes, Expiration: time.Now().Add(24 * time.Hour)}
+		ti := &auth.TokenInfo{UserID: staticOwner(name), Scopes: s.scopes, Expiration: time.Now().Add(24 * time.Hour), Extra: map[string]any{userKey: name}}
 		if s.tenants != nil {
-			ti.Extra = map[string]any{tenantKey: s.tenants.forToken(name)}
+			ti.Extra[tenantKey] = s.tenants.forToken(name)
 		}
 		return ti, nil
 	}
@@ -218,7 +258,7 @@ func (s *tokenSet) verify(ctx context.Context, token string) (*auth.TokenInfo, e
 		if !ok {
 			return nil, &authError{http.StatusForbidden, "insufficient_scope", "the access token's claims match no tenant of the server's configuration"}
 		}
-		ti.Extra = map[string]any{tenantKey: t}
+		ti.Extra[tenantKey] = t
 	}
 	return ti, nil
 }

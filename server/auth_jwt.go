@@ -93,7 +93,7 @@ func (v *jwtVerifier) verify(ctx context.Context, token string) (*auth.TokenInfo
 	if sub == "" {
 		return nil, nil, &authError{http.StatusUnauthorized, "invalid_token", "the access token is not accepted: it has no sub"}
 	}
-	ti := &auth.TokenInfo{UserID: sub, Scopes: scopesOf(claims)}
+	ti := &auth.TokenInfo{UserID: jwtOwner(v.cfg.Issuer, sub), Scopes: scopesOf(claims), Extra: map[string]any{userKey: sub}}
 	if exp, err := claims.GetExpirationTime(); err == nil && exp != nil {
 		ti.Expiration = exp.Time
 	}

@@ -74,7 +74,7 @@ func (rc *recorder) runStarted(i orchestrate.RunStartedInfo) {
 	info := i.Run
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
-	run := store.Run{ExecID: info.ExecID, RequestID: info.IDs.RequestID, Owner: info.IDs.UserID, Tool: info.Source, StartedAt: info.StartedAt, StepCount: info.Leaves,
+	run := store.Run{ExecID: info.ExecID, RequestID: info.IDs.RequestID, Owner: info.IDs.Owner, Tool: info.Source, StartedAt: info.StartedAt, StepCount: info.Leaves,
 		UserID: info.IDs.UserID, Tenant: info.IDs.Tenant, ParentExecID: info.ParentExecID}
 	if run.Tool == "" {
 		run.Tool = orchestrate.ToolName

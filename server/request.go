@@ -128,13 +128,14 @@ func validCallerID(s string) bool {
 }
 
 // withCaller records the authenticated caller of req, if any, as the
-// user id of its runs: their records belong to it (see CallerScope).
+// owner of its runs (their records belong to it, see CallerScope) and its
+// user id.
 func withCaller(ctx context.Context, req *mcp.CallToolRequest) context.Context {
 	if req.Extra == nil || req.Extra.TokenInfo == nil || req.Extra.TokenInfo.UserID == "" {
 		return ctx
 	}
 	ids, _ := toolcontext.IDsFrom(ctx)
-	ids.UserID = req.Extra.TokenInfo.UserID
+	ids.Owner, ids.UserID = req.Extra.TokenInfo.UserID, userOf(req.Extra.TokenInfo)
 	return toolcontext.WithIDs(ctx, ids)
 }
 

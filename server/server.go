@@ -128,6 +128,15 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 			}
 		}
 	}()
+	if tokens != nil {
+		// Records written before owners were namespaced by how their
+		// caller authenticated are given their namespaced owner.
+		if n, err := a.store.RenameOwners(ctx, tokens.legacyOwner); err != nil {
+			return nil, err
+		} else if n > 0 {
+			log.Info("records' owners namespaced by how their callers authenticate", "owners", n)
+		}
+	}
 	a.tel = opts.Telemetry
 	if a.tel == nil {
 		if a.tel, err = telemetry.New(ctx, telemetry.Options{Prometheus: opts.Metrics, Version: opts.Version, Logger: log}); err != nil {
