@@ -151,7 +151,14 @@ func bearer(r *http.Request) (string, bool) {
 // Accepted requests carry the SDK's token info: its user id is the
 // caller's (a token's name, a JWT's sub), which ties a session to the
 // caller that opened it, and its Extra holds the caller's tenant.
-func (s *tokenSet) requireToken(next http.Handler) http.Handler {
+//
+// failures, when set, is a per-address limit on requests that fail
+// authentication: a request from an address whose bucket is spent is
+// refused (429) before its credential is verified, unless it is a static
+// token (checked at no cost), and each refused credential takes a token.
+// Nothing is kept per credential before it verifies, so a stream of
+// made-up tokens costs one bucket per address.
+func (s *tokenSet) requireToken(next http.Handler, failures *rateLimiter) http.Handler {
 	verify := func(_ context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
 		if ti, ok := r.Context().Value(verifiedKey{}).(*auth.TokenInfo); ok {
 			return ti, nil
@@ -160,8 +167,23 @@ func (s *tokenSet) requireToken(next http.Handler) http.Handler {
 	}
 	inner := auth.RequireBearerToken(verify, nil)(next)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		addr := addrKey(r)
 		token, ok := bearer(r)
+		if failures != nil && !(ok && s.match(token)) {
+			// A static token is checked at no cost; anything else waits
+			// for its address's failures to allow it.
+			if spent, wait := failures.spent(addr); spent {
+				failures.refuse(w, wait)
+				return
+			}
+		}
+		failed := func() {
+			if failures != nil {
+				failures.allow(addr)
+			}
+		}
 		if !ok {
+			failed()
 			s.challenge(w, r, http.StatusUnauthorized, "", "authentication required: send the header \"Authorization: Bearer TOKEN\" with a token listed in server.auth (tokens_env, tokens_file or tokens) of the server's configuration"+s.jwtHint())
 			return
 		}
@@ -169,6 +191,7 @@ func (s *tokenSet) requireToken(next http.Handler) http.Handler {
 		var ae *authError
 		switch {
 		case errors.As(err, &ae):
+			failed()
 			s.challenge(w, r, ae.status, ae.code, ae.msg)
 			return
 		case err != nil:

@@ -75,10 +75,20 @@ func (a *App) HTTPHandler(opts HTTPOptions) http.Handler {
 		if tl := newTenantLimits(a.Config.Tenants, time.Now); tl != nil {
 			mcpHandler = tl.limit(mcpHandler) // after authentication, which names the tenant
 		}
-		mcpHandler = a.tokens.requireToken(mcpHandler)
 	}
+	// Rate limits: per caller once it is authenticated (its owner), per
+	// address without authentication, and per address for requests whose
+	// credential fails, checked before it is looked at.
+	var failures *rateLimiter
 	if rl := cfg.RateLimit; rl.RequestsPerSecond > 0 {
-		mcpHandler = newRateLimiter(rl.RequestsPerSecond, rl.Burst, a.tokens).limit(mcpHandler)
+		mcpHandler = newRateLimiter(rl.RequestsPerSecond, rl.Burst).limit(mcpHandler)
+		if a.tokens != nil {
+			failures = newRateLimiter(rl.RequestsPerSecond, rl.Burst)
+			failures.what = "this address may fail authentication"
+		}
+	}
+	if a.tokens != nil {
+		mcpHandler = a.tokens.requireToken(mcpHandler, failures)
 	}
 	mux.Handle("/mcp", mcpHandler)
 	if a.tokens != nil && a.tokens.jwt != nil {

@@ -26,7 +26,7 @@ func newTenantLimits(tenants map[string]config.Tenant, now func() time.Time) *te
 	tl := &tenantLimits{limiters: map[string]*rateLimiter{}}
 	for name, t := range tenants {
 		if rl := t.RateLimit; rl != nil && rl.RequestsPerSecond > 0 {
-			l := newRateLimiter(rl.RequestsPerSecond, rl.Burst, nil)
+			l := newRateLimiter(rl.RequestsPerSecond, rl.Burst)
 			l.now = now
 			tl.limiters[name] = l
 		}

@@ -29,11 +29,11 @@ func TestTenantRateLimit(t *testing.T) {
 	tokens.tenants = newTenantTable(tenants)
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
-	perClient := newRateLimiter(1, 2, tokens)
+	perClient := newRateLimiter(1, 2)
 	perClient.now = clock
 	served := 0
 	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { served++ })
-	h := perClient.limit(tokens.requireToken(newTenantLimits(tenants, clock).limit(ok)))
+	h := tokens.requireToken(perClient.limit(newTenantLimits(tenants, clock).limit(ok)), nil)
 
 	send := func(who string) (int, string, string) {
 		r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader("{}"))
