@@ -5,10 +5,10 @@ import (
 	"math"
 	"net"
 	"net/http"
-	"strconv"
-	"strings"
 	"net/netip"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
