@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"path"
 	"reflect"
 	"regexp"
 	"slices"
@@ -372,6 +373,11 @@ func (c *Config) validate() error {
 	}
 	if c.Server.RateLimit.Burst < 0 {
 		problems = append(problems, "server.rate_limit.burst must not be negative")
+	}
+	for _, g := range c.ClientFinalTools {
+		if _, err := path.Match(g, ""); err != nil {
+			problems = append(problems, fmt.Sprintf("client_final_tools: %q is not a valid glob (%v); a glob matches tool names with *, ? and [...]", g, err))
+		}
 	}
 	if s := c.Server; s.MaxRequestBytes < 0 || s.MaxRequestDepth < 0 || s.MaxRequestElements < 0 {
 		problems = append(problems, "server.max_request_bytes, server.max_request_depth and server.max_request_elements must not be negative")

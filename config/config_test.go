@@ -244,3 +244,16 @@ store:
 		}
 	}
 }
+
+// TestInvalidClientFinalGlob: a glob of client_final_tools that cannot
+// match anything was accepted silently; it is refused at load with the
+// reason.
+func TestInvalidClientFinalGlob(t *testing.T) {
+	_, err := config.Parse([]byte("client_final_tools: [\"edit_*\", \"[unclosed\"]\n"), func(string) (string, bool) { return "", false })
+	if err == nil || !strings.Contains(err.Error(), `client_final_tools: "[unclosed" is not a valid glob`) || !strings.Contains(err.Error(), "syntax error in pattern") {
+		t.Fatalf("err = %v, want the bad glob and why", err)
+	}
+	if _, err := config.Parse([]byte("client_final_tools: [\"edit_*\", \"fs__write?\"]\n"), func(string) (string, bool) { return "", false }); err != nil {
+		t.Fatalf("valid globs: %v", err)
+	}
+}
