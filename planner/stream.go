@@ -63,6 +63,9 @@ func (p *Planner) generatePlan(ctx context.Context, info *orchestrate.PlannerInf
 		}
 		st.Offer(plan, pol)
 	}
+	if err := spendModelCall(ctx); err != nil {
+		return nil, err
+	}
 	info.ModelCalls++
 	resp, err := sm.GenerateStream(ctx, req, onDelta)
 	if err != nil && (errors.Is(err, llm.ErrBadRequest) || errors.Is(err, llm.ErrBadResponse)) && !errors.Is(err, llm.ErrTooLarge) && len(sc.buf) == 0 {
@@ -71,7 +74,7 @@ func (p *Planner) generatePlan(ctx context.Context, info *orchestrate.PlannerInf
 		p.log.DebugContext(ctx, "streaming request refused; asking without streaming", "error", err)
 		st.Reject("the model's stream failed")
 		info.ModelCalls--
-		return p.generate(ctx, info, req)
+		return p.call(ctx, info, req) // the same call, drawn from the budget once
 	}
 	if err != nil {
 		st.Reject("the model's answer failed")

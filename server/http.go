@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/orchestra-mcp/orchestra/registry/builtin"
+	"github.com/orchestra-mcp/orchestra/viewer"
 )
 
 // HTTPOptions configure the Streamable HTTP transport.
@@ -30,7 +31,8 @@ type HTTPOptions struct {
 // SDK's DNS-rebinding protection, cross-origin protection, the request
 // body limit and read timeout, bearer-token authentication when
 // server.auth is configured, per-client rate limits and the session cap,
-// and a health check at /healthz.
+// a health check at /healthz, and the web viewer of the records at /ui/
+// (behind the same authentication and rate limits).
 //
 // A stateful server serves protocol 2026-07-28 too: that revision has no
 // sessions, so its requests (which carry the version in the
@@ -95,6 +97,14 @@ func (a *App) HTTPHandler(opts HTTPOptions) http.Handler {
 		prm := protectedResourceHandler(*a.Config.Server.Auth.JWT)
 		mux.Handle(ProtectedResourcePath, prm)
 		mux.Handle(ProtectedResourcePath+"/mcp", prm) // RFC 9728: the resource's path after the well-known one
+	}
+	if ui, err := a.viewerHandler(); err != nil {
+		a.log.Error("the viewer is not served", "err", err)
+	} else {
+		if rl := cfg.RateLimit; rl.RequestsPerSecond > 0 {
+			ui = newRateLimiter(rl.RequestsPerSecond, rl.Burst).limit(ui) // per address: the viewer authenticates behind it
+		}
+		mux.Handle(viewer.DefaultPrefix, ui)
 	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

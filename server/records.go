@@ -81,7 +81,9 @@ func (rc *recorder) runStarted(i orchestrate.RunStartedInfo) {
 	}
 	if info.Plan != nil {
 		run.Plan = marshal(info.Plan)
+		run.FirstStep = firstStep(info.Plan)
 	}
+	run.Goal = info.Goal
 	if err := rc.st.QueueStartRun(ctx, run); err != nil {
 		rc.warn("recording the start of a run", info, err)
 	}
@@ -141,8 +143,11 @@ func (rc *recorder) warn(what string, info *orchestrate.RunInfo, err error) {
 
 func stepRecord(execID string, rec *orchestrate.StepRecord) store.StepRecord {
 	st := store.StepRecord{
-		ExecID: execID, StepID: rec.ID, Index: rec.Index, Path: rec.Path, Tool: rec.Tool,
+		ExecID: execID, StepID: rec.ID, Index: rec.Index, Path: rec.Path, Kind: rec.Type, Tool: rec.Tool,
 		Status: rec.Status, DurationMS: rec.DurationMS, Attempts: rec.Attempts,
+	}
+	if rec.Arguments != nil {
+		st.Arguments = marshal(rec.Arguments)
 	}
 	if rec.StartedAt != nil {
 		st.StartedAt = *rec.StartedAt
@@ -154,6 +159,23 @@ func stepRecord(execID string, rec *orchestrate.StepRecord) store.StepRecord {
 		st.Error = marshal(rec.Error)
 	}
 	return st
+}
+
+// firstStep describes the first step of plan for a list of runs: "id
+// (tool)", "id (parallel)" or "id (for_each)"; "" for a plan without steps.
+func firstStep(plan *orchestrate.Plan) string {
+	if len(plan.Steps) == 0 {
+		return ""
+	}
+	st := plan.Steps[0]
+	kind := st.Tool
+	switch {
+	case st.Parallel != nil:
+		kind = "parallel"
+	case st.Do != nil:
+		kind = "for_each"
+	}
+	return st.ID + " (" + kind + ")"
 }
 
 func marshal(v any) json.RawMessage {

@@ -45,4 +45,11 @@
 //	run, steps, err := s.Get(ctx, "e1") // waits for the writes queued before it
 //	page, next, err := s.List(ctx, store.ListOptions{Limit: 20})
 //	mine, next, err := s.List(ctx, store.ListOptions{Scope: store.OwnerScope("token:3f9a…")})
+//
+// A viewer reads a run in outline (its steps without their arguments and
+// outputs), one step whole, and lists runs by text and time:
+//
+//	run, outline, err := s.OutlineIn(ctx, scope, "e1")
+//	step, err := s.StepIn(ctx, scope, "e1", "research")
+//	page, next, err := s.List(ctx, store.ListOptions{Scope: scope, Roots: true, Text: "report", Since: yesterday})
 package store

@@ -120,7 +120,24 @@ func (s *Store) Pauses(ctx context.Context, execID string) ([]PauseEvent, error)
 	if err := s.Flush(ctx); err != nil {
 		return nil, fmt.Errorf("reading the pauses of run %s: %w", execID, err)
 	}
-	rows, err := s.reader.QueryContext(ctx, `SELECT seq, event, at, detail FROM pauses WHERE exec_id = ? ORDER BY seq`, execID)
+	return readPauses(ctx, s.reader, execID)
+}
+
+// PausesIn is Pauses within scope: a run the scope does not see is
+// [ErrNotFound].
+func (s *Store) PausesIn(ctx context.Context, scope Scope, execID string) ([]PauseEvent, error) {
+	var out []PauseEvent
+	err := s.readRun(ctx, scope, execID, false, func(tx *sql.Tx, _ *Run) (err error) {
+		out, err = readPauses(ctx, tx, execID)
+		return err
+	})
+	return out, err
+}
+
+func readPauses(ctx context.Context, q interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+}, execID string) ([]PauseEvent, error) {
+	rows, err := q.QueryContext(ctx, `SELECT seq, event, at, detail FROM pauses WHERE exec_id = ? ORDER BY seq`, execID)
 	if err != nil {
 		return nil, fmt.Errorf("reading the pauses of run %s: %w", execID, err)
 	}

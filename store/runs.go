@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/base64"
@@ -71,52 +72,86 @@ func (s *Store) Get(ctx context.Context, execID string) (*Run, []StepRecord, err
 // GetIn is Get within scope: a run the scope does not see is
 // [ErrNotFound], as if it did not exist.
 func (s *Store) GetIn(ctx context.Context, scope Scope, execID string) (*Run, []StepRecord, error) {
+	var r *Run
+	var steps []StepRecord
+	err := s.readRun(ctx, scope, execID, true, func(tx *sql.Tx, run *Run) (err error) {
+		r = run
+		steps, err = readSteps(ctx, tx, execID, "", true)
+		return err
+	})
+	return r, steps, err
+}
+
+// readRun reads run execID within scope, with its plan and envelope when
+// bodies is set, and calls f with it in the same read transaction, once
+// the writes queued before it are applied: what f reads comes from the
+// same snapshot. A run the scope does not see is [ErrNotFound].
+func (s *Store) readRun(ctx context.Context, scope Scope, execID string, bodies bool, f func(*sql.Tx, *Run) error) error {
 	if err := s.Flush(ctx); err != nil {
-		return nil, nil, fmt.Errorf("reading run %s: %w", execID, err)
+		return fmt.Errorf("reading run %s: %w", execID, err)
 	}
-	// One read transaction: the run and its steps come from the same snapshot.
 	tx, err := s.reader.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
-		return nil, nil, fmt.Errorf("reading run %s: %w", execID, err)
+		return fmt.Errorf("reading run %s: %w", execID, err)
 	}
 	defer tx.Rollback()
 
-	row := tx.QueryRowContext(ctx, `SELECT `+runColumns+`, plan, envelope FROM runs WHERE exec_id = ?`, execID)
+	cols := `, NULL, NULL`
+	if bodies {
+		cols = `, plan, envelope`
+	}
+	row := tx.QueryRowContext(ctx, `SELECT `+runColumns+cols+` FROM runs WHERE exec_id = ?`, execID)
 	var plan, envelope sql.NullString
 	r, err := scanRun(row, &plan, &envelope)
 	if errors.Is(err, sql.ErrNoRows) || err == nil && !scope.SeesRun(r) {
-		return nil, nil, fmt.Errorf("reading run %s: %w", execID, ErrNotFound)
+		return fmt.Errorf("reading run %s: %w", execID, ErrNotFound)
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("reading run %s: %w", execID, err)
+		return fmt.Errorf("reading run %s: %w", execID, err)
 	}
 	r.Plan = rawJSON(plan)
 	r.Envelope = rawJSON(envelope)
+	return f(tx, r)
+}
 
-	rows, err := tx.QueryContext(ctx, `SELECT step_id, idx, path, tool, status, started_at, duration_ms, attempts, output, error
-		FROM steps WHERE exec_id = ? ORDER BY idx, path, step_id`, execID)
+// readSteps reads the steps of run execID ordered by Index, then Path —
+// only step stepID when it is not "" — with their Arguments and Output
+// when bodies is set.
+func readSteps(ctx context.Context, tx *sql.Tx, execID, stepID string, bodies bool) ([]StepRecord, error) {
+	cols := `step_id, idx, path, kind, tool, status, started_at, duration_ms, attempts, error, `
+	if bodies {
+		cols += `arguments, output`
+	} else {
+		cols += `NULL, NULL`
+	}
+	q := `SELECT ` + cols + ` FROM steps WHERE exec_id = ?`
+	args := []any{execID}
+	if stepID != "" {
+		q += ` AND step_id = ?`
+		args = append(args, stepID)
+	}
+	rows, err := tx.QueryContext(ctx, q+` ORDER BY idx, path, step_id`, args...)
 	if err != nil {
-		return nil, nil, fmt.Errorf("reading steps of run %s: %w", execID, err)
+		return nil, fmt.Errorf("reading steps of run %s: %w", execID, err)
 	}
 	defer rows.Close()
 	var steps []StepRecord
 	for rows.Next() {
 		st := StepRecord{ExecID: execID}
 		var started sql.NullInt64
-		var output, stepErr sql.NullString
-		if err := rows.Scan(&st.StepID, &st.Index, &st.Path, &st.Tool, &st.Status, &started,
-			&st.DurationMS, &st.Attempts, &output, &stepErr); err != nil {
-			return nil, nil, fmt.Errorf("reading steps of run %s: %w", execID, err)
+		var stepErr, arguments, output sql.NullString
+		if err := rows.Scan(&st.StepID, &st.Index, &st.Path, &st.Kind, &st.Tool, &st.Status, &started,
+			&st.DurationMS, &st.Attempts, &stepErr, &arguments, &output); err != nil {
+			return nil, fmt.Errorf("reading steps of run %s: %w", execID, err)
 		}
 		st.StartedAt = fromNull(started)
-		st.Output = rawJSON(output)
-		st.Error = rawJSON(stepErr)
+		st.Error, st.Arguments, st.Output = rawJSON(stepErr), rawJSON(arguments), rawJSON(output)
 		steps = append(steps, st)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, nil, fmt.Errorf("reading steps of run %s: %w", execID, err)
+		return nil, fmt.Errorf("reading steps of run %s: %w", execID, err)
 	}
-	return r, steps, nil
+	return steps, nil
 }
 
 // ListOptions select a page of runs.
@@ -129,12 +164,68 @@ type ListOptions struct {
 	Status Status
 	// Scope limits the runs listed; the zero Scope lists every run.
 	Scope Scope
+	// Text, when set, lists only runs whose exec id, goal, first step,
+	// tool, user or error contains it, ignoring ASCII case; at most
+	// [MaxListText] bytes.
+	Text string
+	// Since and Until, when set, list only runs started at or after Since
+	// and before Until.
+	Since, Until time.Time
+	// Roots lists only the runs callers started, leaving out those other
+	// runs started (agents' runs).
+	Roots bool
+	// Parent, when set, lists only the runs that run Parent started.
+	Parent string
 }
 
 const (
 	defaultListLimit = 50
 	maxListLimit     = 1000
 )
+
+// MaxListText caps the length of ListOptions.Text, in bytes.
+const MaxListText = 256
+
+// textColumns are the columns ListOptions.Text searches.
+var textColumns = []string{"exec_id", "goal", "first_step", "tool", "user_id", "error"}
+
+// likeEscaper escapes LIKE's wildcards, with \ as the escape character.
+var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+
+// filters returns the SQL conditions of the list options other than the
+// scope, status and cursor, with their arguments.
+func (opts ListOptions) filters() ([]string, []any, error) {
+	var where []string
+	var args []any
+	if opts.Text != "" {
+		if len(opts.Text) > MaxListText {
+			return nil, nil, fmt.Errorf("the text filter is %d bytes long; at most %d are searched for", len(opts.Text), MaxListText)
+		}
+		pattern := "%" + likeEscaper.Replace(strings.ToLower(opts.Text)) + "%"
+		var or []string
+		for _, c := range textColumns {
+			or = append(or, "lower("+c+`) LIKE ? ESCAPE '\'`)
+			args = append(args, pattern)
+		}
+		where = append(where, "("+strings.Join(or, " OR ")+")")
+	}
+	if !opts.Since.IsZero() {
+		where = append(where, "started_at >= ?")
+		args = append(args, opts.Since.UnixNano())
+	}
+	if !opts.Until.IsZero() {
+		where = append(where, "started_at < ?")
+		args = append(args, opts.Until.UnixNano())
+	}
+	if opts.Roots {
+		where = append(where, "parent_exec_id = ''")
+	}
+	if opts.Parent != "" {
+		where = append(where, "parent_exec_id = ?")
+		args = append(args, opts.Parent)
+	}
+	return where, args, nil
+}
 
 // List returns runs newest first (by StartedAt, ties broken by insertion
 // order), without their Plan and Envelope bodies, and the cursor of the next
@@ -157,6 +248,11 @@ func (s *Store) List(ctx context.Context, opts ListOptions) ([]Run, string, erro
 		return nil, "", fmt.Errorf("listing runs: %w", err)
 	}
 	where, args := opts.Scope.where()
+	fw, fa, err := opts.filters()
+	if err != nil {
+		return nil, "", fmt.Errorf("listing runs: %w", err)
+	}
+	where, args = append(where, fw...), append(args, fa...)
 	switch opts.Status {
 	case "":
 	case StatusPaused: // a paused run is running, and paused
@@ -238,7 +334,8 @@ func decodeCursor(s string) (cursor, error) {
 	return cursor{startedAt: started, seq: seq}, nil
 }
 
-const runColumns = `exec_id, request_id, owner, user_id, tenant, tool, status, started_at, finished_at, duration_ms, step_count, error, parent_exec_id, ` + resumeColumn
+const runColumns = `exec_id, request_id, owner, user_id, tenant, tool, status, started_at, finished_at, duration_ms, step_count, error, parent_exec_id,
+	goal, first_step, tokens_in, tokens_out, ` + resumeColumn
 
 // scanRun scans runColumns followed by extra destinations.
 func scanRun(row interface{ Scan(...any) error }, extra ...any) (*Run, error) {
@@ -248,7 +345,7 @@ func scanRun(row interface{ Scan(...any) error }, extra ...any) (*Run, error) {
 	var finished sql.NullInt64
 	var resume int
 	dest := append([]any{&r.ExecID, &r.RequestID, &r.Owner, &r.UserID, &r.Tenant, &r.Tool, &status, &started, &finished,
-		&r.DurationMS, &r.StepCount, &r.Error, &r.ParentExecID, &resume}, extra...)
+		&r.DurationMS, &r.StepCount, &r.Error, &r.ParentExecID, &r.Goal, &r.FirstStep, &r.TokensIn, &r.TokensOut, &resume}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return nil, err
 	}
@@ -297,10 +394,20 @@ func isConstraint(err error, code int) bool {
 	return errors.As(err, &e) && e.Code() == code
 }
 
-// envelopeError summarizes the first error of a result envelope, or returns "".
-func envelopeError(envelope json.RawMessage) string {
-	if len(envelope) == 0 {
-		return ""
+// envelopeFacts are what FinishRun reads from a run's envelope.
+type envelopeFacts struct {
+	err                 string // the first error, "code: message"
+	tokensIn, tokensOut int64  // the model tokens it counts
+}
+
+// readEnvelope reads the model tokens a result envelope counts — its
+// planner's, its agents' (artifact.agents), and the model turns among its
+// steps (an agent's run) — and, when withError, summarizes its first
+// error. An envelope that mentions no tokens and whose error is not
+// wanted is not parsed.
+func readEnvelope(envelope json.RawMessage, withError bool) envelopeFacts {
+	if len(envelope) == 0 || !withError && !bytes.Contains(envelope, []byte("tokens")) {
+		return envelopeFacts{}
 	}
 	type apiError struct {
 		Code    string `json:"code"`
@@ -311,22 +418,57 @@ func envelopeError(envelope json.RawMessage) string {
 		Artifact struct {
 			Errors           []apiError `json:"errors"`
 			ValidationErrors []apiError `json:"validation_errors"`
+			Planner          *struct {
+				InputTokens  int64 `json:"input_tokens"`
+				OutputTokens int64 `json:"output_tokens"`
+			} `json:"planner"`
+			Agents *struct {
+				TokensIn  int64 `json:"tokens_in"`
+				TokensOut int64 `json:"tokens_out"`
+			} `json:"agents"`
+			Steps []struct {
+				Type   string          `json:"type"`
+				Output json.RawMessage `json:"output"` // any JSON; a model turn's is an object
+			} `json:"steps"`
 		} `json:"artifact"`
 	}
 	if json.Unmarshal(envelope, &env) != nil {
-		return ""
+		return envelopeFacts{}
 	}
-	for _, list := range [][]apiError{env.Artifact.Errors, env.Artifact.ValidationErrors} {
+	var f envelopeFacts
+	a := env.Artifact
+	if p := a.Planner; p != nil {
+		f.tokensIn, f.tokensOut = p.InputTokens, p.OutputTokens
+	}
+	if ag := a.Agents; ag != nil {
+		f.tokensIn, f.tokensOut = f.tokensIn+ag.TokensIn, f.tokensOut+ag.TokensOut
+	}
+	for _, st := range a.Steps {
+		var turn struct {
+			TokensIn  int64 `json:"tokens_in"`
+			TokensOut int64 `json:"tokens_out"`
+		}
+		if st.Type == "model" && json.Unmarshal(st.Output, &turn) == nil {
+			f.tokensIn, f.tokensOut = f.tokensIn+turn.TokensIn, f.tokensOut+turn.TokensOut
+		}
+	}
+	if !withError {
+		return f
+	}
+	for _, list := range [][]apiError{a.Errors, a.ValidationErrors} {
 		for _, e := range list {
 			switch {
 			case e.Code != "" && e.Message != "":
-				return e.Code + ": " + e.Message
+				f.err = e.Code + ": " + e.Message
 			case e.Message != "":
-				return e.Message
+				f.err = e.Message
 			case e.Code != "":
-				return e.Code
+				f.err = e.Code
+			default:
+				continue
 			}
+			return f
 		}
 	}
-	return ""
+	return f
 }

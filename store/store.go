@@ -108,6 +108,15 @@ type Run struct {
 	// Resumable reports that the run can go on: it is paused (Status is
 	// StatusPaused), or it was interrupted or failed and kept its request.
 	Resumable bool
+	// Goal is the prompt of a run of the prompt path; "" for a plan.
+	Goal string
+	// FirstStep describes the plan's first step, "id (tool)", for a run
+	// started with a plan.
+	FirstStep string
+	// TokensIn and TokensOut are the model tokens the run's envelope
+	// counts: its planner's, its agents', or an agent run's model turns.
+	// FinishRun sets them; they are 0 for a run that used no model.
+	TokensIn, TokensOut int64
 }
 
 // StepRecord is the record of one step of a run.
@@ -120,6 +129,9 @@ type StepRecord struct {
 	Index int
 	// Path locates a step nested in parallel groups, e.g. "drafts/0".
 	Path string
+	// Kind is what the step is: "tool", "agent", "parallel", "for_each",
+	// or "model" (a model turn of an agent's run); "" when not recorded.
+	Kind string
 	// Tool is the tool the step called; empty for a group.
 	Tool string
 	// Status is the step's status: running, success, failed, partial,
@@ -131,6 +143,9 @@ type StepRecord struct {
 	DurationMS int64
 	// Attempts counts the calls made, retries included.
 	Attempts int
+	// Arguments are the arguments the tool was called with, templates
+	// resolved, as JSON.
+	Arguments json.RawMessage
 	// Output is the step's output, as JSON.
 	Output json.RawMessage
 	// Error is the step's error object, as JSON.

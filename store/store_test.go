@@ -635,8 +635,8 @@ func TestEnvelopeError(t *testing.T) {
 		`{"artifact":{"errors":[{"code":"cancelled"}]}}`:                                        "cancelled",
 	}
 	for in, want := range tests {
-		if got := envelopeError(json.RawMessage(in)); got != want {
-			t.Errorf("envelopeError(%s) = %q, want %q", in, got, want)
+		if got := readEnvelope(json.RawMessage(in), true).err; got != want {
+			t.Errorf("readEnvelope(%s).err = %q, want %q", in, got, want)
 		}
 	}
 }

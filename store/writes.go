@@ -162,22 +162,23 @@ type statements struct {
 const (
 	insertRunSQL = `INSERT INTO runs
 		(exec_id, request_id, tool, status, started_at, finished_at, duration_ms, plan, envelope, step_count, error, instance, owner,
-		 user_id, tenant, lease_until, parent_exec_id)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+		 user_id, tenant, lease_until, parent_exec_id, goal, first_step, tokens_in, tokens_out)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	upsertStepSQL = `INSERT INTO steps
-		(exec_id, step_id, idx, path, tool, status, started_at, duration_ms, attempts, output, error)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		(exec_id, step_id, idx, path, tool, status, started_at, duration_ms, attempts, output, error, kind, arguments)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (exec_id, step_id) DO UPDATE SET
 			idx = excluded.idx, path = excluded.path, tool = excluded.tool, status = excluded.status,
 			started_at = excluded.started_at, duration_ms = excluded.duration_ms,
-			attempts = excluded.attempts, output = excluded.output, error = excluded.error`
+			attempts = excluded.attempts, output = excluded.output, error = excluded.error,
+			kind = excluded.kind, arguments = excluded.arguments`
 	finishRunSQL = `UPDATE runs SET
-		status = ?, envelope = ?, finished_at = ?, error = ?,
+		status = ?, envelope = ?, finished_at = ?, error = ?, tokens_in = ?, tokens_out = ?,
 		duration_ms = max(0, (? - started_at) / 1000000)
 		WHERE exec_id = ?`
 	// PostgreSQL's max is an aggregate; greatest is its scalar max.
 	pgFinishRunSQL = `UPDATE runs SET
-		status = ?, envelope = ?, finished_at = ?, error = ?,
+		status = ?, envelope = ?, finished_at = ?, error = ?, tokens_in = ?, tokens_out = ?,
 		duration_ms = greatest(0, (?::bigint - started_at) / 1000000)
 		WHERE exec_id = ?`
 )
@@ -266,15 +267,17 @@ func (w *startRunWrite) encode() error {
 func (w *startRunWrite) apply(ctx context.Context, tx *sql.Tx, st *statements) error {
 	r := w.r
 	status, finishedAt, duration, envelope, errText := r.Status, r.FinishedAt, r.DurationMS, w.envelope, r.Error
+	tokensIn, tokensOut := r.TokensIn, r.TokensOut
 	if f := w.finish; f != nil {
 		// What finishRunSQL would set.
 		status, finishedAt, envelope, errText = f.status, f.finishedAt, f.envelope, f.errText
+		tokensIn, tokensOut = f.tokensIn, f.tokensOut
 		duration = max(0, (f.finishedAt.UnixNano()-r.StartedAt.UnixNano())/int64(time.Millisecond))
 	}
 	_, err := bind(ctx, tx, st.insertRun).ExecContext(ctx,
 		r.ExecID, r.RequestID, r.Tool, string(status), r.StartedAt.UnixNano(), nullTime(finishedAt),
 		duration, w.plan, envelope, r.StepCount, errText, w.instance, r.Owner,
-		r.UserID, r.Tenant, w.leaseUntil, r.ParentExecID)
+		r.UserID, r.Tenant, w.leaseUntil, r.ParentExecID, r.Goal, r.FirstStep, tokensIn, tokensOut)
 	if isConstraint(err, sqlite3.SQLITE_CONSTRAINT_UNIQUE) || isPGConstraint(err, pgUniqueViolation) {
 		return fmt.Errorf("%s: %w", w, ErrExists)
 	}
@@ -286,8 +289,8 @@ func (w *startRunWrite) apply(ctx context.Context, tx *sql.Tx, st *statements) e
 
 // recordStepWrite inserts or replaces a step.
 type recordStepWrite struct {
-	st              StepRecord
-	output, stepErr sql.NullString
+	st                    StepRecord
+	output, stepErr, args sql.NullString
 }
 
 func recordStep(st StepRecord) (*recordStepWrite, error) {
@@ -310,13 +313,16 @@ func (w *recordStepWrite) encode() error {
 	if w.stepErr, err = jsonText(w.st.Error); err != nil {
 		return fmt.Errorf("%s: error: %w", w, err)
 	}
+	if w.args, err = jsonText(w.st.Arguments); err != nil {
+		return fmt.Errorf("%s: arguments: %w", w, err)
+	}
 	return nil
 }
 
 func (w *recordStepWrite) apply(ctx context.Context, tx *sql.Tx, stmts *statements) error {
 	st := w.st
 	args := []any{st.ExecID, st.StepID, st.Index, st.Path, st.Tool, st.Status, nullTime(st.StartedAt),
-		st.DurationMS, st.Attempts, w.output, w.stepErr}
+		st.DurationMS, st.Attempts, w.output, w.stepErr, st.Kind, w.args}
 	if stmts.fence != "" {
 		args = append(args, st.ExecID, stmts.fence)
 	}
@@ -344,8 +350,9 @@ type finishRunWrite struct {
 	raw        json.RawMessage // the envelope
 	finishedAt time.Time
 
-	envelope sql.NullString
-	errText  string
+	envelope            sql.NullString
+	errText             string
+	tokensIn, tokensOut int64
 }
 
 func (s *Store) finishRun(execID string, status Status, envelope json.RawMessage, finishedAt time.Time) (*finishRunWrite, error) {
@@ -367,15 +374,14 @@ func (w *finishRunWrite) encode() error {
 	if w.envelope, err = jsonText(w.raw); err != nil {
 		return fmt.Errorf("%s: envelope: %w", w, err)
 	}
-	if w.status != StatusSuccess {
-		w.errText = envelopeError(w.raw)
-	}
+	facts := readEnvelope(w.raw, w.status != StatusSuccess)
+	w.errText, w.tokensIn, w.tokensOut = facts.err, facts.tokensIn, facts.tokensOut
 	return nil
 }
 
 func (w *finishRunWrite) apply(ctx context.Context, tx *sql.Tx, st *statements) error {
 	at := w.finishedAt.UnixNano()
-	args := []any{string(w.status), w.envelope, at, w.errText, at, w.id}
+	args := []any{string(w.status), w.envelope, at, w.errText, w.tokensIn, w.tokensOut, at, w.id}
 	if st.fence != "" {
 		args = append(args, st.fence)
 	}

@@ -32,11 +32,8 @@ func cmdExecutions(ctx context.Context, env *cliEnv, args []string) int {
 	if !ok {
 		return exitInvalid
 	}
-	st, err := store.Open(ctx, cfg.Store.Path, store.Options{Logger: logger,
-		Retention: store.Retention{MaxAge: cfg.Store.Retention.MaxAge.D(), MaxRuns: cfg.Store.Retention.MaxRuns}})
-	if err != nil {
-		env.errorf("%v", err)
-		fmt.Fprintln(env.stderr, "hint: check --store or store.path in the configuration file")
+	st, ok := openStore(ctx, env, cfg, logger)
+	if !ok {
 		return exitFailed
 	}
 	defer st.Close()

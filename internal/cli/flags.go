@@ -53,6 +53,19 @@ func parse(env *cliEnv, fs *flag.FlagSet, args []string) (int, bool) {
 	return 0, true
 }
 
+// openStore opens the execution store of cfg (--store or store.path)
+// with its retention, or says why it cannot, with a hint.
+func openStore(ctx context.Context, env *cliEnv, cfg *config.Config, logger *slog.Logger) (*store.Store, bool) {
+	st, err := store.Open(ctx, cfg.Store.Path, store.Options{Logger: logger,
+		Retention: store.Retention{MaxAge: cfg.Store.Retention.MaxAge.D(), MaxRuns: cfg.Store.Retention.MaxRuns}})
+	if err != nil {
+		env.errorf("%v", err)
+		fmt.Fprintln(env.stderr, "hint: check --store or store.path in the configuration file")
+		return nil, false
+	}
+	return st, true
+}
+
 // storeFlag adds --store to a command that keeps execution records.
 func (cf *commonFlags) storeFlag(fs *flag.FlagSet) {
 	cf.records = true
