@@ -317,16 +317,30 @@ func setInt(p *int, def int) {
 // a path such as /dev/zero fails at once rather than filling memory.
 const MaxFileBytes = 4 << 20
 
-// Load reads the configuration file at path.
-func Load(path string) (*Config, error) {
+// ReadFile reads a file the operator names (the configuration, a token
+// file), stopping at MaxFileBytes: a path such as /dev/zero fails at once
+// with an error that says the file is larger than the limit.
+func ReadFile(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("reading config: %w", err)
+		return nil, err
 	}
 	defer f.Close()
 	data, err := jsongate.Limits{Bytes: MaxFileBytes}.ReadAll(f)
 	if err != nil {
-		return nil, fmt.Errorf("reading config %s: the file %w; a configuration file is a few kilobytes of YAML or JSON", path, err)
+		return nil, fmt.Errorf("%s: the file %w", path, err)
+	}
+	return data, nil
+}
+
+// Load reads the configuration file at path.
+func Load(path string) (*Config, error) {
+	data, err := ReadFile(path)
+	if err != nil {
+		if _, ok := jsongate.AsError(err); ok {
+			return nil, fmt.Errorf("reading config %w; a configuration file is a few kilobytes of YAML or JSON", err)
+		}
+		return nil, fmt.Errorf("reading config: %w", err)
 	}
 	c, err := Parse(data, os.LookupEnv)
 	if err != nil {

@@ -257,3 +257,12 @@ func TestInvalidClientFinalGlob(t *testing.T) {
 		t.Fatalf("valid globs: %v", err)
 	}
 }
+
+// TestLoadDevZero: --config /dev/zero read until memory ran out; reading
+// stops at MaxFileBytes with an error that says so.
+func TestLoadDevZero(t *testing.T) {
+	_, err := config.Load("/dev/zero")
+	if err == nil || !strings.Contains(err.Error(), "larger than") || !strings.Contains(err.Error(), "/dev/zero") {
+		t.Fatalf("err = %v, want /dev/zero refused as larger than the limit", err)
+	}
+}

@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -52,7 +51,7 @@ func loadTokens(cfg config.Auth, lookup func(string) (string, bool)) (*tokenSet,
 		tokens = append(tokens, strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' || r == '\t' || r == '\r' })...)
 	}
 	if cfg.TokensFile != "" {
-		data, err := os.ReadFile(cfg.TokensFile)
+		data, err := config.ReadFile(cfg.TokensFile)
 		if err != nil {
 			return nil, fmt.Errorf("server.auth.tokens_file: %w", err)
 		}
@@ -96,7 +95,7 @@ func namedTokenValue(nt config.NamedToken, lookup func(string) (string, bool)) (
 		}
 		v = val
 	} else {
-		data, err := os.ReadFile(nt.TokenFile)
+		data, err := config.ReadFile(nt.TokenFile)
 		if err != nil {
 			return "", fmt.Errorf("server.auth.tokens: the token of %s: %w", nt.Name, err)
 		}
