@@ -233,7 +233,11 @@ func (f *lineFilter) next() error {
 		chunk, err := f.r.ReadSlice('\n')
 		switch {
 		case oversize:
-			scan.write(chunk)
+			// Only the id is wanted of an oversized message: once it
+			// has streamed by, the rest is skipped, not scanned.
+			if len(scan.id) == 0 {
+				scan.write(chunk)
+			}
 		case int64(len(f.line)+len(chunk)) > f.limit+frameSlack:
 			oversize = true
 			scan.write(f.line)
