@@ -185,15 +185,28 @@ func (a *App) readExecutions(ctx context.Context, req *mcp.ReadResourceRequest) 
 	return jsonResource(uri, page)
 }
 
+// maxExecIDBytes bounds an exec id in a URI: ids orchestra makes are 36
+// bytes; a longer one names no run and is not looked up.
+const maxExecIDBytes = 128
+
+// quotedURI is uri as an error quotes it: its first 256 bytes, so that an
+// answer never echoes a caller's megabytes back.
+func quotedURI(uri string) string {
+	if len(uri) <= 256 {
+		return uri
+	}
+	return strings.ToValidUTF8(uri[:256], "") + fmt.Sprintf("… (%d bytes)", len(uri))
+}
+
 func (a *App) readExecution(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 	uri := req.Params.URI
 	id, err := url.PathUnescape(strings.TrimPrefix(uri, ExecutionsURI+"/"))
-	if err != nil || id == "" {
-		return nil, mcp.ResourceNotFoundError(uri)
+	if err != nil || id == "" || len(id) > maxExecIDBytes {
+		return nil, mcp.ResourceNotFoundError(quotedURI(uri))
 	}
 	run, steps, err := a.store.GetIn(ctx, CallerScope(req.Extra), id)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, mcp.ResourceNotFoundError(uri)
+		return nil, mcp.ResourceNotFoundError(quotedURI(uri))
 	}
 	if err != nil {
 		return nil, err
