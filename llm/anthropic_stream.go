@@ -6,96 +6,84 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/anthropics/anthropic-sdk-go"
 )
 
 // GenerateStream implements [StreamModel] with the Messages stream.
 func (m *anthropicModel) GenerateStream(ctx context.Context, req *Request, onDelta func(Delta)) (*Response, error) {
-	op, params, err := m.request(req)
-	if err != nil {
-		return nil, err
-	}
-	tctx, cancel := context.WithTimeout(ctx, m.cfg.timeout())
-	defer cancel()
-	start := time.Now()
-	stream := m.svc.NewStreaming(tctx, params)
-	defer stream.Close()
-	var msg anthropic.Message
-	calls := map[int64]int{} // content block index → Delta.Call
-	events := 0
-	answer := answerCounter{limit: m.cfg.maxResponseBytes()}
-	// The SDK's accumulator appends text with +=, which costs the square
-	// of the answer's pieces: text is gathered here instead, and the
-	// pieces the answer does not use (thinking, signatures, citations)
-	// are counted and dropped.
-	texts := map[int64]*strings.Builder{}
-	for stream.Next() {
-		events++
-		ev := stream.Current()
-		if ev.Type == "content_block_delta" && ev.Delta.Type != "input_json_delta" {
-			if ev.Index < 0 || ev.Index >= int64(len(msg.Content)) {
-				return nil, &Error{Provider: ProviderAnthropic, Op: op, Kind: ErrBadResponse, Err: fmt.Errorf("the stream sent a delta for content block %d, which did not start", ev.Index)}
+	return generate(ctx, &m.sdkModel, req, true, m.params, anthropicError, func(ctx context.Context, op string, p anthropic.MessageNewParams) (*Response, error) {
+		stream := m.svc.NewStreaming(ctx, p)
+		defer stream.Close()
+		var msg anthropic.Message
+		calls := map[int64]int{} // content block index → Delta.Call
+		events := 0
+		answer := answerCounter{limit: m.cfg.maxResponseBytes()}
+		// The SDK's accumulator appends text with +=, which costs the
+		// square of the answer's pieces: text is gathered here instead,
+		// and the pieces the answer does not use (thinking, signatures,
+		// citations) are counted and dropped.
+		texts := map[int64]*strings.Builder{}
+		for stream.Next() {
+			events++
+			ev := stream.Current()
+			if ev.Type == "content_block_delta" && ev.Delta.Type != "input_json_delta" {
+				if ev.Index < 0 || ev.Index >= int64(len(msg.Content)) {
+					return nil, &Error{Provider: ProviderAnthropic, Op: op, Kind: ErrBadResponse, Err: fmt.Errorf("the stream sent a delta for content block %d, which did not start", ev.Index)}
+				}
+				piece := ev.Delta.Text + ev.Delta.Thinking + ev.Delta.Signature + ev.Delta.Citation.RawJSON()
+				if err := answer.add(Delta{Text: piece}); err != nil {
+					return nil, &Error{Provider: ProviderAnthropic, Op: op, Kind: ErrBadResponse, Err: err}
+				}
+				if ev.Delta.Type == "text_delta" {
+					b := texts[ev.Index]
+					if b == nil {
+						b = &strings.Builder{}
+						texts[ev.Index] = b
+					}
+					b.WriteString(ev.Delta.Text)
+					onDelta(Delta{Text: ev.Delta.Text})
+				}
+				continue
 			}
-			piece := ev.Delta.Text + ev.Delta.Thinking + ev.Delta.Signature + ev.Delta.Citation.RawJSON()
-			if err := answer.add(Delta{Text: piece}); err != nil {
+			if err := msg.Accumulate(ev); err != nil {
 				return nil, &Error{Provider: ProviderAnthropic, Op: op, Kind: ErrBadResponse, Err: err}
 			}
-			if ev.Delta.Type == "text_delta" {
-				b := texts[ev.Index]
-				if b == nil {
-					b = &strings.Builder{}
-					texts[ev.Index] = b
+			var d Delta
+			switch ev := ev.AsAny().(type) {
+			case anthropic.ContentBlockStartEvent:
+				if ev.ContentBlock.Type != "tool_use" {
+					continue
 				}
-				b.WriteString(ev.Delta.Text)
-				onDelta(Delta{Text: ev.Delta.Text})
-			}
-			continue
-		}
-		if err := msg.Accumulate(ev); err != nil {
-			return nil, &Error{Provider: ProviderAnthropic, Op: op, Kind: ErrBadResponse, Err: err}
-		}
-		var d Delta
-		switch ev := ev.AsAny().(type) {
-		case anthropic.ContentBlockStartEvent:
-			if ev.ContentBlock.Type != "tool_use" {
+				i := len(calls)
+				calls[ev.Index] = i
+				d = Delta{Call: i, Name: ev.ContentBlock.Name}
+			case anthropic.ContentBlockDeltaEvent:
+				x, isJSON := ev.Delta.AsAny().(anthropic.InputJSONDelta)
+				i, ok := calls[ev.Index]
+				if !isJSON || !ok || x.PartialJSON == "" {
+					continue
+				}
+				d = Delta{Call: i, Arguments: x.PartialJSON}
+			default:
 				continue
 			}
-			i := len(calls)
-			calls[ev.Index] = i
-			d = Delta{Call: i, Name: ev.ContentBlock.Name}
-		case anthropic.ContentBlockDeltaEvent:
-			x, isJSON := ev.Delta.AsAny().(anthropic.InputJSONDelta)
-			i, ok := calls[ev.Index]
-			if !isJSON || !ok || x.PartialJSON == "" {
-				continue
+			if err := answer.add(d); err != nil {
+				return nil, &Error{Provider: ProviderAnthropic, Op: op, Kind: ErrBadResponse, Err: err}
 			}
-			d = Delta{Call: i, Arguments: x.PartialJSON}
-		default:
-			continue
+			onDelta(d)
 		}
-		if err := answer.add(d); err != nil {
-			return nil, &Error{Provider: ProviderAnthropic, Op: op, Kind: ErrBadResponse, Err: err}
+		if err := stream.Err(); err != nil {
+			return nil, err
 		}
-		onDelta(d)
-	}
-	if err := stream.Err(); err != nil {
-		e := m.wrap(ctx, op, err)
-		m.log.DebugContext(ctx, "model call failed", "model", m.Name(), "duration", time.Since(start), "error", e)
-		return nil, e
-	}
-	if events == 0 {
-		return nil, &Error{Provider: ProviderAnthropic, Op: op, Kind: ErrBadResponse, Err: errNoEvents}
-	}
-	for i, b := range texts {
-		if i < int64(len(msg.Content)) {
-			msg.Content[i].Text += b.String()
+		if events == 0 {
+			return nil, &Error{Provider: ProviderAnthropic, Op: op, Kind: ErrBadResponse, Err: errNoEvents}
 		}
-	}
-	resp := anthropicResponse(&msg)
-	m.log.DebugContext(ctx, "model call", "model", m.Name(), "duration", time.Since(start), "streamed", true,
-		"input_tokens", resp.Usage.InputTokens, "output_tokens", resp.Usage.OutputTokens,
-		"tool_calls", len(resp.ToolCalls), "stop_reason", resp.StopReason)
-	return resp, nil
+		for i, b := range texts {
+			if i < int64(len(msg.Content)) {
+				msg.Content[i].Text += b.String()
+			}
+		}
+		return anthropicResponse(&msg)
+	})
 }

@@ -1,12 +1,17 @@
 package server
 
 import (
+	"encoding/base64"
 	"encoding/json"
+	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"crypto/rand"
 	"crypto/rsa"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -131,40 +136,79 @@ func TestJWTSubjectIsNotAStaticToken(t *testing.T) {
 	}
 	// The records keep the namespaced owner and the user id shown.
 	run, _, err := app.store.Get(t.Context(), execID)
-	if err != nil || run.Owner != staticOwner("alice") || run.UserID != "alice" {
+	if err != nil || run.Owner != "static:alice" || run.UserID != "alice" {
 		t.Errorf("the record's owner %q and user id %q (%v)", run.Owner, run.UserID, err)
 	}
 }
 
-// TestLegacyOwners: the bare owners of records written before owners were
-// namespaced get the namespace the configuration implies, and a name that
-// could be a static token's or a JWT's sub keeps its bare name (no caller
-// sees it; the machine's own callers still do).
-func TestLegacyOwners(t *testing.T) {
-	t.Setenv("ORCHESTRA_TEST_ALICE", "alice-static-token")
-	named := []config.NamedToken{{Name: "alice", TokenEnv: "ORCHESTRA_TEST_ALICE"}}
-	jwtCfg := &config.JWT{Issuer: testIssuer, Audience: testAudience, JWKSURL: "http://127.0.0.1:1"}
-	for _, tc := range []struct {
-		name string
-		auth config.Auth
-		in   string
-		want string // "" when left as it is
-	}{
-		{"static only", config.Auth{Tokens: named}, "alice", "static:alice"},
-		{"static only, unknown name", config.Auth{Tokens: named}, "zoe", ""},
-		{"jwt only", config.Auth{JWT: jwtCfg}, "alice", "jwt:" + testIssuer + "#alice"},
-		{"both, a jwt sub", config.Auth{Tokens: named, JWT: jwtCfg}, "zoe", "jwt:" + testIssuer + "#zoe"},
-		{"both, ambiguous", config.Auth{Tokens: named, JWT: jwtCfg}, "alice", ""},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			ts, err := loadTokens(tc.auth, func(k string) (string, bool) { return "alice-static-token", k == "ORCHESTRA_TEST_ALICE" })
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, ok := ts.legacyOwner(tc.in)
-			if got != tc.want || ok != (tc.want != "") {
-				t.Errorf("legacyOwner(%q) = %q, %v; want %q", tc.in, got, ok, tc.want)
-			}
-		})
+// The fake authorization server of httpedge's tests, for a test that needs
+// the whole server.
+
+// issuer is a fake authorization server: it signs tokens and publishes its
+// current keys as a JWK set.
+type issuer struct {
+	t       *testing.T
+	mu      sync.Mutex
+	keys    map[string]*rsa.PrivateKey
+	fetches int
+	srv     *httptest.Server
+}
+
+func newIssuer(t *testing.T) *issuer {
+	is := &issuer{t: t, keys: map[string]*rsa.PrivateKey{}}
+	is.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		is.mu.Lock()
+		defer is.mu.Unlock()
+		is.fetches++
+		var set struct {
+			Keys []map[string]string `json:"keys"`
+		}
+		for kid, k := range is.keys {
+			set.Keys = append(set.Keys, map[string]string{"kty": "RSA", "kid": kid, "use": "sig", "alg": "RS256",
+				"n": base64.RawURLEncoding.EncodeToString(k.N.Bytes()),
+				"e": base64.RawURLEncoding.EncodeToString(big.NewInt(int64(k.E)).Bytes())})
+		}
+		json.NewEncoder(w).Encode(set)
+	}))
+	t.Cleanup(is.srv.Close)
+	return is
+}
+
+func newRSAKey(t *testing.T) *rsa.PrivateKey {
+	k, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return k
+}
+
+// publish replaces the published keys.
+func (is *issuer) publish(keys map[string]*rsa.PrivateKey) {
+	is.mu.Lock()
+	defer is.mu.Unlock()
+	is.keys = keys
+}
+
+func sign(t *testing.T, kid string, key *rsa.PrivateKey, claims jwt.MapClaims) string {
+	tok := jwt.NewWithClaims(jwt.SigningMethodRS256, claims)
+	tok.Header["kid"] = kid
+	s, err := tok.SignedString(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+const (
+	testIssuer   = "https://auth.example.com"
+	testAudience = "https://orchestra.example.com/mcp"
+)
+
+func claims(mod func(jwt.MapClaims)) jwt.MapClaims {
+	c := jwt.MapClaims{"iss": testIssuer, "aud": testAudience, "sub": "user-123",
+		"exp": time.Now().Add(time.Hour).Unix(), "scope": "orchestra:run profile"}
+	if mod != nil {
+		mod(c)
+	}
+	return c
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/orchestra-mcp/orchestra/config"
 	"github.com/orchestra-mcp/orchestra/server"
-	"github.com/orchestra-mcp/orchestra/server/servertest"
+	"github.com/orchestra-mcp/orchestra/testutil/servertest"
 )
 
 // TestMetricLabelsAreBounded replays a break: a step's metrics were

@@ -13,8 +13,19 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/orchestra-mcp/orchestra/server/tenancy"
 	"github.com/orchestra-mcp/orchestra/store"
 )
+
+// ExecutionsURI is the MCP resource that lists execution records, newest
+// first; RecordURI names one record.
+const ExecutionsURI = "orchestra://executions"
+
+// RecordURI is the MCP resource of the execution record of run execID.
+func RecordURI(execID string) string { return ExecutionsURI + "/" + execID }
+
+// InsightsURI is the MCP resource of the insights learned from past runs.
+const InsightsURI = "orchestra://insights"
 
 // defaultPage is how many runs a page of orchestra://executions lists.
 const defaultPage = 20
@@ -23,7 +34,7 @@ const defaultPage = 20
 // orchestra://executions lists recent runs, newest first, a page at a time
 // (orchestra://executions?cursor=...&limit=...&status=... for the others),
 // and orchestra://executions/{exec_id} is one run's envelope and steps. An
-// authenticated caller reads only the runs it started (CallerScope).
+// authenticated caller reads only the runs it started (tenancy.CallerScope).
 func (a *App) addResources() {
 	a.Server.AddResource(&mcp.Resource{
 		URI:         ExecutionsURI,
@@ -159,7 +170,7 @@ func ListPage(ctx context.Context, st *store.Store, opts store.ListOptions) (Exe
 
 func (a *App) readExecutions(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 	uri := req.Params.URI
-	opts := store.ListOptions{Limit: defaultPage, Scope: CallerScope(req.Extra)}
+	opts := store.ListOptions{Limit: defaultPage, Scope: tenancy.CallerScope(req.Extra)}
 	if _, query, ok := strings.Cut(uri, "?"); ok {
 		q, err := url.ParseQuery(query)
 		if err != nil {
@@ -204,7 +215,7 @@ func (a *App) readExecution(ctx context.Context, req *mcp.ReadResourceRequest) (
 	if err != nil || id == "" || len(id) > maxExecIDBytes {
 		return nil, mcp.ResourceNotFoundError(quotedURI(uri))
 	}
-	run, steps, err := a.store.GetIn(ctx, CallerScope(req.Extra), id)
+	run, steps, err := a.store.GetIn(ctx, tenancy.CallerScope(req.Extra), id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, mcp.ResourceNotFoundError(quotedURI(uri))
 	}
@@ -222,4 +233,96 @@ func jsonResource(uri string, v any) (*mcp.ReadResourceResult, error) {
 		return nil, fmt.Errorf("encoding %s: %w", uri, err)
 	}
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "application/json", Text: string(data)}}}, nil
+}
+
+// InsightsPage is the content of orchestra://insights: a page of insights.
+type InsightsPage struct {
+	Insights []store.Insight `json:"insights"`
+	// Next is the URI of the next page; empty after the last.
+	Next string `json:"next,omitempty"`
+	// Cursor is the cursor of the next page (its URI's), for the CLI.
+	Cursor string `json:"-"`
+}
+
+// DefaultInsightsPage is how many insights a page holds unless asked.
+const DefaultInsightsPage = 100
+
+// ReadInsightsPage reads the page of insights q selects from cursor (""
+// for the first), limit of them (DefaultInsightsPage when 0).
+func ReadInsightsPage(ctx context.Context, st *store.Store, q store.InsightQuery, cursor string, limit int) (InsightsPage, error) {
+	if limit <= 0 {
+		limit = DefaultInsightsPage
+	}
+	if cursor != "" {
+		off, err := strconv.Atoi(cursor)
+		if err != nil || off < 0 {
+			return InsightsPage{}, fmt.Errorf("cursor %q is not one a page of insights gave", cursor)
+		}
+		q.Offset = off
+	}
+	// One more than the page tells whether another follows.
+	q.Limit = limit + 1
+	ins, err := st.Insights(ctx, q)
+	if err != nil {
+		return InsightsPage{}, err
+	}
+	page := InsightsPage{Insights: ins}
+	if len(ins) > limit {
+		page.Insights = ins[:limit]
+		page.Cursor = strconv.Itoa(q.Offset + limit)
+		v := url.Values{"cursor": {page.Cursor}, "limit": {strconv.Itoa(limit)}}
+		if len(q.Tools) == 1 {
+			v.Set("tool", q.Tools[0])
+		}
+		page.Next = InsightsURI + "?" + v.Encode()
+	}
+	return page, nil
+}
+
+// addInsightsResource serves orchestra://insights: the lessons learned from
+// past runs, the most seen first, a page at a time. An authenticated
+// caller reads its own.
+func (a *App) addInsightsResource() {
+	read := func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		uri := req.Params.URI
+		q := store.InsightQuery{Scope: tenancy.CallerScope(req.Extra)}
+		var cursor string
+		limit := DefaultInsightsPage
+		if _, query, ok := strings.Cut(uri, "?"); ok {
+			v, err := url.ParseQuery(query)
+			if err != nil {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("%s: %v", uri, err)}
+			}
+			cursor = v.Get("cursor")
+			if t := v.Get("tool"); t != "" {
+				q.Tools = []string{t}
+			}
+			if l := v.Get("limit"); l != "" {
+				n, err := strconv.Atoi(l)
+				if err != nil || n <= 0 || n > 1000 {
+					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("%s: limit must be a number from 1 to 1000", uri)}
+				}
+				limit = n
+			}
+		}
+		page, err := ReadInsightsPage(ctx, a.store, q, cursor, limit)
+		if err != nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("%s: %v; start again from %s", uri, err, InsightsURI)}
+		}
+		return jsonResource(uri, page)
+	}
+	a.Server.AddResource(&mcp.Resource{
+		URI:         InsightsURI,
+		Name:        "insights",
+		Title:       "Lessons from past runs",
+		Description: "What past runs taught about each tool (validation errors a repair fixed, tool errors with their arguments, timeouts), the most seen first, " + strconv.Itoa(DefaultInsightsPage) + " a page; \"next\" is the URI of the next page. The planner is shown those of the tools it offers.",
+		MIMEType:    "application/json",
+	}, read)
+	a.Server.AddResourceTemplate(&mcp.ResourceTemplate{
+		URITemplate: InsightsURI + "{?cursor,limit,tool}",
+		Name:        "insights-page",
+		Title:       "A page of lessons",
+		Description: "A page of insights: cursor is the \"next\" of the page before, limit is at most 1000, tool keeps one tool's.",
+		MIMEType:    "application/json",
+	}, read)
 }

@@ -21,7 +21,7 @@ func otherCases() []hcase {
 			want: []string{"http:431"}},
 		hcase{entry: "auth", shape: wide, label: "300 made-up JWT-shaped tokens", run: authCase(func(r *http.Request, i int) {
 			r.Header.Set("Authorization", fmt.Sprintf("Bearer eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ4%d.c2ln%d", i, i))
-		}, 300), want: []string{"http:429"}, hint: "fail authentication"},
+		}, 300), want: []string{"http:429", "http:401"}}, // 429 once the address's failures pass the rate: a rate the loaded machine may not reach (TestGarbageTokensHitTheAddressLimit pins it)
 		hcase{entry: "auth", shape: malformed, run: authCase(func(r *http.Request, _ int) { r.Header.Set("Authorization", "Bearer") }, 1),
 			want: []string{"http:401"}, hint: "Authorization: Bearer"},
 		hcase{entry: "auth", shape: wrongType, run: authCase(func(r *http.Request, _ int) { r.Header.Set("Authorization", "Basic dXNlcjpwYXNz") }, 1),

@@ -12,6 +12,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/orchestra-mcp/orchestra/internal/schemaload"
+	"github.com/orchestra-mcp/orchestra/schemas"
 )
 
 // NormalizeSchema turns a schema as a downstream server sent it (a decoded
@@ -78,7 +79,7 @@ func NormalizeSchema(raw any) (*jsonschema.Schema, error) {
 	case string:
 		root = map[string]any{"type": r}
 	default:
-		return nil, fmt.Errorf("the schema is a JSON %s, not an object", jsonKind(v))
+		return nil, fmt.Errorf("the schema is a JSON %s, not an object", schemas.TypeName(v))
 	}
 
 	fixDraft(root)
@@ -408,20 +409,4 @@ func hasAny(m map[string]any, keys ...string) bool {
 		}
 	}
 	return false
-}
-
-func jsonKind(v any) string {
-	switch v.(type) {
-	case string:
-		return "string"
-	case float64, json.Number:
-		return "number"
-	case []any:
-		return "array"
-	case bool:
-		return "boolean"
-	case nil:
-		return "null"
-	}
-	return fmt.Sprintf("%T", v)
 }
