@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/orchestra-mcp/orchestra/config"
+	"github.com/orchestra-mcp/orchestra/internal/jsongate"
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 	"github.com/orchestra-mcp/orchestra/planner"
 )
@@ -73,7 +75,7 @@ func cmdAsk(ctx context.Context, env *cliEnv, args []string) int {
 
 // readContext reads a caller's context file.
 func readContext(env *cliEnv, path string) (*orchestrate.CallerContext, error) {
-	data, err := readInput(env, path, 4<<20)
+	data, err := readInput(env, path, jsongate.Default(config.DefaultMaxRequestBytes))
 	if err != nil {
 		return nil, err
 	}

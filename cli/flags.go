@@ -11,6 +11,7 @@ import (
 	"os"
 
 	"github.com/orchestra-mcp/orchestra/config"
+	"github.com/orchestra-mcp/orchestra/internal/jsongate"
 	"github.com/orchestra-mcp/orchestra/internal/version"
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 	"github.com/orchestra-mcp/orchestra/server"
@@ -186,11 +187,19 @@ func printResult(env *cliEnv, result *orchestrate.Envelope) int {
 	return ExitOK
 }
 
-// errTooLarge is an input over server.max_request_bytes.
+// errTooLarge is an input past the decoding gate's limits.
 var errTooLarge = errors.New("too large")
 
-// readInput reads a file, or stdin for "-", up to limit bytes.
-func readInput(env *cliEnv, path string, limit int64) ([]byte, error) {
+// tooLarge says which limit an input passed; it is errTooLarge.
+type tooLarge struct{ msg string }
+
+func (e *tooLarge) Error() string        { return e.msg }
+func (e *tooLarge) Is(target error) bool { return target == errTooLarge }
+
+// readInput reads a file, or stdin for "-", through the decoding gate:
+// reading stops past gate.Bytes, so an endless source (/dev/zero) fails at
+// once.
+func readInput(env *cliEnv, path string, gate jsongate.Limits) ([]byte, error) {
 	var r io.Reader
 	if path == "-" {
 		r = env.stdin
@@ -202,14 +211,11 @@ func readInput(env *cliEnv, path string, limit int64) ([]byte, error) {
 		defer f.Close()
 		r = f
 	}
-	data, err := io.ReadAll(io.LimitReader(r, limit+1))
-	if err != nil {
-		return nil, err
+	data, err := gate.ReadAll(r)
+	if _, ok := jsongate.AsError(err); ok {
+		return nil, &tooLarge{jsongate.Describe("the input", err, orchestrate.RequestGateKeys())}
 	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%w: the input is larger than %d bytes (server.max_request_bytes)", errTooLarge, limit)
-	}
-	return data, nil
+	return data, err
 }
 
 // planned is what run and validate work on: the configuration and the
@@ -240,12 +246,12 @@ func planInput(env *cliEnv, fs *flag.FlagSet, cf *commonFlags, args []string) (*
 		}
 		return nil, env.usageError(problem, "give a plan file, or - to read the plan from stdin: orchestra "+cmd+" examples/quickstart.json"), false
 	}
-	data, err := readInput(env, fs.Arg(0), cfg.Server.MaxRequestBytes)
+	data, err := readInput(env, fs.Arg(0), cfg.Server.RequestGate())
 	if err != nil {
 		env.errorf("reading the plan: %v", err)
 		hint := "check the path, or give - to read the plan from stdin"
 		if errors.Is(err, errTooLarge) {
-			hint = "send a smaller plan, or raise server.max_request_bytes in the configuration file"
+			hint = "send a smaller plan, or raise the limit in the configuration file"
 		}
 		fmt.Fprintf(env.stderr, "hint: %s\n", hint)
 		return nil, ExitInvalid, false

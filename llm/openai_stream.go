@@ -29,6 +29,7 @@ func (m *openAIModel) GenerateStream(ctx context.Context, req *Request, onDelta 
 		var acc openai.ChatCompletionAccumulator
 		calls := map[int64]int{} // the stream's tool call index → Delta.Call
 		chunks := 0
+		answer := answerCounter{limit: m.cfg.maxResponseBytes()}
 		for stream.Next() {
 			chunks++
 			chunk := stream.Current()
@@ -39,8 +40,9 @@ func (m *openAIModel) GenerateStream(ctx context.Context, req *Request, onDelta 
 				if ch.Index != 0 {
 					continue
 				}
+				var ds []Delta
 				if ch.Delta.Content != "" {
-					onDelta(Delta{Text: ch.Delta.Content})
+					ds = append(ds, Delta{Text: ch.Delta.Content})
 				}
 				for _, tc := range ch.Delta.ToolCalls {
 					i, ok := calls[tc.Index]
@@ -49,8 +51,16 @@ func (m *openAIModel) GenerateStream(ctx context.Context, req *Request, onDelta 
 						calls[tc.Index] = i
 					}
 					if tc.Function.Name != "" || tc.Function.Arguments != "" {
-						onDelta(Delta{Call: i, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+						ds = append(ds, Delta{Call: i, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
 					}
+				}
+				// The text and arguments count against the answer's
+				// limit as they arrive: an endless stream ends there.
+				for _, d := range ds {
+					if err := answer.add(d); err != nil {
+						return nil, &Error{Provider: ProviderOpenAI, Op: op, Kind: ErrBadResponse, Err: err}
+					}
+					onDelta(d)
 				}
 			}
 		}

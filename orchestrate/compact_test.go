@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/orchestra-mcp/orchestra/internal/jsongate"
 	"github.com/orchestra-mcp/orchestra/schemas"
 )
 
@@ -194,7 +195,7 @@ func TestCompactKeepsStandardMetadata(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			var env *Envelope
-			if r, issues := decodeInput([]byte(req)); len(issues) > 0 {
+			if r, issues := decodeInput([]byte(req), jsongate.Default(1<<20)); len(issues) > 0 {
 				env = te.Reject(t.Context(), issues)
 			} else {
 				env = te.Run(t.Context(), r)

@@ -295,11 +295,10 @@ func validateResult(tool registry.Tool, v any) error {
 	if _, failed := clientFailure(v); failed || tool.OutputSchema == nil {
 		return nil
 	}
-	rs, err := schemas.Resolve(tool.OutputSchema)
-	if err != nil {
+	if _, err := schemas.Resolve(tool.OutputSchema); err != nil {
 		return nil // a schema that does not resolve cannot be checked
 	}
-	if err := rs.Validate(v); err != nil {
+	if err := schemas.ValidateValue(tool.OutputSchema, v); err != nil {
 		return errors.New(schemas.CleanError(err))
 	}
 	return nil

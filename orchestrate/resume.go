@@ -95,9 +95,14 @@ func (e *Engine) checkResults(cp *Checkpoint, given map[string]any) (map[string]
 	tools, _ := withClientTools(e.opts.Tools, cp.Request.ClientTools)
 	out := map[string]any{}
 	var issues []*Issue
+	more := 0 // issues past MaxIssues, counted and not described
 	for _, key := range sortedKeys(given) {
 		v := given[key]
 		i := slices.IndexFunc(cp.Pending, func(p *PendingCall) bool { return p.Step == key || p.CallID == key })
+		if i < 0 && len(issues) >= MaxIssues {
+			more++
+			continue
+		}
 		if i < 0 {
 			issues = append(issues, &Issue{Path: "resume.results." + key, Code: CodeInvalidResult, Message: fmt.Sprintf("%q names no call the run waits for (a call answered before, or no client call at all); it waits for %s", key, strings.Join(waiting, ", "))})
 			continue
@@ -110,6 +115,9 @@ func (e *Engine) checkResults(cp *Checkpoint, given map[string]any) (map[string]
 			}
 		}
 		out[p.Step] = v
+	}
+	if more > 0 {
+		issues = append(issues, &Issue{Path: "resume.results", Code: CodeTooManyIssues, Message: fmt.Sprintf("%d more results name no call the run waits for; send only the results of %s", more, strings.Join(waiting, ", "))})
 	}
 	return out, issues
 }

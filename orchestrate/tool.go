@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/orchestra-mcp/orchestra/internal/jsongate"
 	"github.com/orchestra-mcp/orchestra/internal/textcut"
 	"github.com/orchestra-mcp/orchestra/registry"
 	"github.com/orchestra-mcp/orchestra/schemas"
@@ -128,6 +129,10 @@ func firstLine(s string) string {
 type HandlerOptions struct {
 	// MaxRequestBytes caps the arguments of one call. Default 4 MiB.
 	MaxRequestBytes int
+	// Gate bounds the nesting and the values of the arguments (and of a
+	// plan sent as a JSON string in them); zero fields take the decoding
+	// gate's defaults (jsongate.DefaultDepth, jsongate.DefaultElements).
+	Gate jsongate.Limits
 	// Prompt runs the prompt path; nil means no planner is configured. It
 	// returns the tool's result: usually [Result] of the run's envelope, or
 	// a result asking the client for input (multi round-trip sampling).
@@ -144,6 +149,12 @@ func (e *Engine) Handler(opts HandlerOptions) mcp.ToolHandler {
 	if opts.MaxRequestBytes == 0 {
 		opts.MaxRequestBytes = 4 << 20
 	}
+	if opts.Gate.Depth == 0 {
+		opts.Gate.Depth = jsongate.DefaultDepth
+	}
+	if opts.Gate.Elements == 0 {
+		opts.Gate.Elements = jsongate.DefaultElements
+	}
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		ctx = e.requestContext(ctx, req)
 		Result := func(env *Envelope) *mcp.CallToolResult { return ResultFor(env, req.ProtocolVersion()) }
@@ -154,7 +165,7 @@ func (e *Engine) Handler(opts HandlerOptions) mcp.ToolHandler {
 		if len(args) > opts.MaxRequestBytes {
 			return Result(e.Reject(ctx, []*Issue{{Code: CodeTooLarge, Message: fmt.Sprintf("the request is %d bytes; the limit is %d (server.max_request_bytes). Send a smaller plan, pass large data by reference (a URL or a step that fetches it), or raise server.max_request_bytes in the configuration file", len(args), opts.MaxRequestBytes)}})), nil
 		}
-		r, issues := decodeInput(args)
+		r, issues := decodeInput(args, opts.Gate)
 		if len(issues) > 0 {
 			return Result(e.Reject(ctx, issues)), nil
 		}

@@ -96,7 +96,7 @@ func (p *Planner) callTool(ctx context.Context, c *orchestrate.ChildRun, tool *T
 		return refuse(orchestrate.CodeUnknownTool, fmt.Sprintf("unknown tool %q; the tools are %s", tc.Name, strings.Join(tool.Tools, ", ")))
 	}
 	var args map[string]any
-	if err := json.Unmarshal(tc.Arguments, &args); err != nil || args == nil {
+	if err := llm.DecodeArguments(tc.Arguments, &args); err != nil || args == nil {
 		return refuse(orchestrate.CodeInvalidArguments, fmt.Sprintf("the arguments of %s are not a JSON object", tc.Name))
 	}
 	rec := c.Call(ctx, tc.Name, args)

@@ -137,6 +137,15 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 			}
 		}
 	}()
+	if tokens != nil {
+		// Records written before owners were namespaced by how their
+		// caller authenticated are given their namespaced owner.
+		if n, err := a.store.RenameOwners(ctx, tokens.LegacyOwner); err != nil {
+			return nil, err
+		} else if n > 0 {
+			log.Info("records' owners namespaced by how their callers authenticate", "owners", n)
+		}
+	}
 	a.tel = opts.Telemetry
 	if a.tel == nil {
 		if a.tel, err = telemetry.New(ctx, telemetry.Options{Prometheus: opts.Metrics, Version: opts.Version, Logger: log}); err != nil {
@@ -491,7 +500,7 @@ func (a *App) passthrough(t registry.Tool) mcp.ToolHandler {
 // answers, and returns: a client that stopped reading stdout cannot hold
 // the process.
 func (a *App) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
-	t := &lineTransport{in: in, out: out, maxLine: int(a.Config.Server.MaxRequestBytes)}
+	t := &lineTransport{in: in, out: out, maxLine: int(a.Config.Server.MaxRequestBytes), gate: a.Config.Server.RequestGate()}
 	// The session outlives ctx by the grace period.
 	ss, err := a.Server.Connect(context.WithoutCancel(ctx), t, nil)
 	if err != nil {

@@ -234,6 +234,9 @@ type Store struct {
 
 	recovered int
 
+	// insightCaps are MaxInsightsPerOwner and MaxInsights; tests lower them.
+	insightCaps struct{ perOwner, total int }
+
 	pruneMu       sync.Mutex
 	lastPrune     time.Time
 	finishedSince int

@@ -382,12 +382,9 @@ func (s *server) tool(t *mcp.Tool) registry.Tool {
 		in = &jsonschema.Schema{Type: "object"}
 	}
 	out, err := NormalizeSchema(t.OutputSchema)
-	var resolvedOut *jsonschema.Resolved
 	if err != nil {
 		problems = append(problems, "outputSchema: "+err.Error())
 		out = nil
-	} else if out != nil {
-		resolvedOut, _ = out.Resolve(nil) // NormalizeSchema checked that it resolves
 	}
 	title := t.Title
 	if title == "" && t.Annotations != nil {
@@ -403,7 +400,7 @@ func (s *server) tool(t *mcp.Tool) registry.Tool {
 		Mode:          registry.ServerFinal,
 		Source:        s.name,
 		SchemaProblem: strings.Join(problems, "; "),
-		Call:          s.caller(name, t.Name, resolvedOut),
+		Call:          s.caller(name, t.Name, out),
 	}
 }
 

@@ -102,8 +102,8 @@ func (p *Pauses) Claim(ctx context.Context, cp *orchestrate.Checkpoint, event st
 // caller's own (withCaller put its id in ctx), or every run for the
 // machine's own callers, as ownerScope decides for reads.
 func callerScope(ctx context.Context) store.Scope {
-	if ids, ok := toolcontext.IDsFrom(ctx); ok && ids.UserID != "" {
-		return store.OwnerScope(ids.UserID)
+	if ids, ok := toolcontext.IDsFrom(ctx); ok && ids.Owner != "" {
+		return store.OwnerScope(ids.Owner)
 	}
 	return store.Scope{}
 }

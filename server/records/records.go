@@ -46,7 +46,7 @@ func (rc *Recorder) runStarted(i orchestrate.RunStartedInfo) {
 	info := i.Run
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
-	run := store.Run{ExecID: info.ExecID, RequestID: info.IDs.RequestID, Owner: info.IDs.UserID, Tool: info.Source, StartedAt: info.StartedAt, StepCount: info.Leaves,
+	run := store.Run{ExecID: info.ExecID, RequestID: info.IDs.RequestID, Owner: info.IDs.Owner, Tool: info.Source, StartedAt: info.StartedAt, StepCount: info.Leaves,
 		UserID: info.IDs.UserID, Tenant: info.IDs.Tenant, ParentExecID: info.ParentExecID}
 	if run.Tool == "" {
 		run.Tool = orchestrate.ToolName
