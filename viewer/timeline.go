@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
+	"github.com/orchestra-mcp/orchestra/internal/textcut"
 	"github.com/orchestra-mcp/orchestra/internal/timeline"
 	"github.com/orchestra-mcp/orchestra/store"
 )
@@ -130,7 +130,7 @@ func buildChart(t *runTree, pauses []store.PauseEvent, now time.Time) *chart {
 		r.TextY = r.Y + rowHeight/2 + 4
 		r.BarY = r.Y + (rowHeight-r.BarH)/2
 		r.TailX = r.X + r.W + 4
-		r.Label, r.Note = shorten(r.Label, 32), shorten(r.Note, 28)
+		r.Label, r.Note = textcut.Ellipsis(r.Label, 32), textcut.Ellipsis(r.Note, 28)
 	}
 	c.PlotHeight = max(len(c.Rows), 1) * rowHeight
 	c.Height = axisHeight + c.PlotHeight + 8
@@ -273,14 +273,6 @@ func pauseBands(events []store.PauseEvent, end time.Time, xOf func(time.Time) fl
 			Title: fmt.Sprintf("paused for the client's results for %s (%s)", timeline.FormatMS(until.Sub(ev.At).Milliseconds()), how)})
 	}
 	return out
-}
-
-// shorten cuts s to n characters, with an ellipsis.
-func shorten(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	return string([]rune(s)[:n-1]) + "…"
 }
 
 // shortID is the first part of an exec id.
