@@ -11,6 +11,7 @@ import (
 	"os"
 
 	"github.com/orchestra-mcp/orchestra/config"
+	"github.com/orchestra-mcp/orchestra/internal/termview"
 	"github.com/orchestra-mcp/orchestra/internal/version"
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 	"github.com/orchestra-mcp/orchestra/server"
@@ -25,6 +26,13 @@ type commonFlags struct {
 	logFile   string
 	store     string
 	records   bool // the command keeps execution records (it has --store)
+	// service marks a command that serves (serve): it logs at info by
+	// default; the others say only what went wrong.
+	service bool
+	// progress is --progress, for the commands that run plans: whether
+	// stderr shows the run live.
+	progress string
+	view     *termview.View // made by load when the command has --progress
 }
 
 func newFlagSet(env *cliEnv, name string, cf *commonFlags) *flag.FlagSet {
@@ -32,7 +40,11 @@ func newFlagSet(env *cliEnv, name string, cf *commonFlags) *flag.FlagSet {
 	fs.SetOutput(env.stderr)
 	if cf != nil {
 		fs.StringVar(&cf.config, "config", "", "configuration `file` (YAML or JSON); default $ORCHESTRA_CONFIG")
-		fs.StringVar(&cf.logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
+		level := "warn"
+		if cf.service {
+			level = "info"
+		}
+		fs.StringVar(&cf.logLevel, "log-level", level, "log `level`: debug, info, warn or error")
 		fs.StringVar(&cf.logFormat, "log-format", "text", "log `format`: text or json")
 		fs.StringVar(&cf.logFile, "log-file", "", "append logs to `FILE` instead of stderr")
 	}
@@ -65,6 +77,27 @@ func openStore(ctx context.Context, env *cliEnv, cfg *config.Config, logger *slo
 	return st, true
 }
 
+// progressFlag adds --progress to a command that runs plans.
+func (cf *commonFlags) progressFlag(fs *flag.FlagSet) {
+	fs.StringVar(&cf.progress, "progress", "auto", "show the run's steps on stderr as they run: `WHEN` is auto (when stderr is a terminal; plain lines if TERM=dumb or NO_COLOR is set), always or never")
+}
+
+// hooks returns the hooks of the command's live view, if it has one.
+func (cf *commonFlags) hooks() *orchestrate.Hooks {
+	if cf.view == nil {
+		return nil
+	}
+	return cf.view.Hooks()
+}
+
+// closeView ends the command's live view, if it has one, before the
+// command writes its result: the view's last frame stays on screen.
+func (cf *commonFlags) closeView() {
+	if cf.view != nil {
+		cf.view.Close()
+	}
+}
+
 // storeFlag adds --store to a command that keeps execution records.
 func (cf *commonFlags) storeFlag(fs *flag.FlagSet) {
 	cf.records = true
@@ -81,6 +114,11 @@ func (cf *commonFlags) load(env *cliEnv) (*config.Config, *slog.Logger, bool) {
 	if cf.logFormat != "text" && cf.logFormat != "json" {
 		env.errorf("invalid --log-format %q", cf.logFormat)
 		fmt.Fprintln(env.stderr, "hint: use --log-format text or --log-format json")
+		return nil, nil, false
+	}
+	if cf.progress != "" && cf.progress != "auto" && cf.progress != "always" && cf.progress != "never" {
+		env.errorf("invalid --progress %q", cf.progress)
+		fmt.Fprintln(env.stderr, "hint: use --progress auto, always or never")
 		return nil, nil, false
 	}
 	if cf.config == "" {
@@ -120,12 +158,32 @@ func (cf *commonFlags) load(env *cliEnv) (*config.Config, *slog.Logger, bool) {
 		}
 		w = f // open until the process ends
 	}
+	if cf.progress != "" {
+		cf.view = termview.New(env.stderr, termview.Options{Mode: progressMode(cf.progress, env.stderr)})
+		if cf.logFile == "" {
+			w = cf.view.Writer() // log lines go above the view's rows
+		}
+	}
 	hopts := &slog.HandlerOptions{Level: level}
 	var h slog.Handler = slog.NewTextHandler(w, hopts)
 	if cf.logFormat == "json" {
 		h = slog.NewJSONHandler(w, hopts)
 	}
 	return cfg, slog.New(server.NewRedactingHandler(h, server.Secrets(cfg))), true
+}
+
+// progressMode is how --progress when shows runs on stderr: live on a
+// terminal, plain lines on one that cannot move its cursor (or when asked
+// to always show them elsewhere), or not at all.
+func progressMode(when string, stderr io.Writer) termview.Mode {
+	mode := termview.Detect(stderr, os.Getenv)
+	switch {
+	case when == "never":
+		return termview.Off
+	case when == "always" && mode == termview.Off:
+		return termview.Lines
+	}
+	return mode
 }
 
 func newApp(ctx context.Context, env *cliEnv, cfg *config.Config, logger *slog.Logger) (*server.App, bool) {

@@ -68,13 +68,15 @@ func plannerFor(ctx context.Context, env *cliEnv, cmd string, cf *commonFlags) (
 	if !ok {
 		return nil, nil, exitInvalid, false
 	}
-	app, ok := newApp(ctx, env, cfg, logger)
+	app, ok := newAppWith(ctx, env, cfg, logger, server.Options{Hooks: cf.hooks()})
 	if !ok {
+		cf.closeView()
 		return nil, nil, exitInvalid, false
 	}
 	p, err := app.Planner()
 	if err != nil {
 		app.Close()
+		cf.closeView()
 		return nil, nil, env.usageError("no planner model is configured", strings.TrimPrefix(err.Error(), "no planner is configured; ")+"\nthen run: orchestra "+cmd+" --config FILE \"goal\""), false
 	}
 	return p, app, 0, true

@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/orchestra-mcp/orchestra/orchestrate"
+	"github.com/orchestra-mcp/orchestra/server"
 )
 
 // cmdResume continues a run: an interrupted or failed one runs the steps
@@ -17,6 +18,7 @@ func cmdResume(ctx context.Context, env *cliEnv, args []string) int {
 	var cf commonFlags
 	fs := newFlagSet(env, "resume", &cf)
 	cf.storeFlag(fs)
+	cf.progressFlag(fs)
 	resultsFile := fs.String("results", "", "for a paused run: a JSON `FILE` (or - for stdin) of the pending calls' results by step id")
 	if code, ok := parse(env, fs, args); !ok {
 		return code
@@ -44,12 +46,14 @@ func cmdResume(ctx context.Context, env *cliEnv, args []string) int {
 	if !ok {
 		return exitInvalid
 	}
-	app, ok := newApp(ctx, env, cfg, logger)
+	defer cf.closeView()
+	app, ok := newAppWith(ctx, env, cfg, logger, server.Options{Hooks: cf.hooks()})
 	if !ok {
 		return exitInvalid
 	}
 	defer app.Close()
 	result := app.Run(ctx, &orchestrate.Request{Resume: &orchestrate.ResumeRequest{ExecID: fs.Arg(0), Results: results}}, "cli")
+	cf.closeView()
 	writeJSON(env.stdout, result)
 	fmt.Fprintln(env.stderr, result.Summary())
 	switch {

@@ -5,12 +5,14 @@ import (
 	"fmt"
 
 	"github.com/orchestra-mcp/orchestra/orchestrate"
+	"github.com/orchestra-mcp/orchestra/server"
 )
 
 func cmdRun(ctx context.Context, env *cliEnv, args []string) int {
 	var cf commonFlags
 	fs := newFlagSet(env, "run", &cf)
 	cf.storeFlag(fs)
+	cf.progressFlag(fs)
 	if code, ok := parse(env, fs, args); !ok {
 		return code
 	}
@@ -22,7 +24,8 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) int {
 	if !ok {
 		return code
 	}
-	app, ok := newApp(ctx, env, cfg, logger)
+	defer cf.closeView()
+	app, ok := newAppWith(ctx, env, cfg, logger, server.Options{Hooks: cf.hooks()})
 	if !ok {
 		return exitInvalid
 	}
@@ -36,6 +39,7 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) int {
 	default:
 		result = app.Run(ctx, req, "cli")
 	}
+	cf.closeView()
 	writeJSON(env.stdout, result)
 	fmt.Fprintln(env.stderr, result.Summary())
 	switch {

@@ -1,0 +1,209 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+
+	"github.com/orchestra-mcp/orchestra/internal/termtest"
+)
+
+// terminalEnv is the environment of a command on a capable terminal.
+func terminalEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "TERM=") && !strings.HasPrefix(kv, "NO_COLOR=") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, "TERM=xterm-256color")
+}
+
+// runningRE finds a running step's row and its elapsed time: "⠙ left
+// fx__gate running 1.2s".
+var runningRE = regexp.MustCompile(`\s(\w+)\s+fx__gate\s+running\s+(?:(\d+)ms|(\d+\.\d)s|(\d+)m(\d\d)s)`)
+
+// runningSteps returns the elapsed time of each step the screen shows
+// running.
+func runningSteps(screen *termtest.Screen) map[string]time.Duration {
+	out := map[string]time.Duration{}
+	for _, l := range screen.Lines() {
+		m := runningRE.FindStringSubmatch(l)
+		if m == nil {
+			continue
+		}
+		var d time.Duration
+		switch {
+		case m[2] != "":
+			ms, _ := strconv.Atoi(m[2])
+			d = time.Duration(ms) * time.Millisecond
+		case m[3] != "":
+			s, _ := strconv.ParseFloat(m[3], 64)
+			d = time.Duration(s * float64(time.Second))
+		default:
+			mins, _ := strconv.Atoi(m[4])
+			secs, _ := strconv.Atoi(m[5])
+			d = time.Duration(mins)*time.Minute + time.Duration(secs)*time.Second
+		}
+		out[m[1]] = d
+	}
+	return out
+}
+
+// TestRunOnATerminal runs `orchestra run` under a pseudo-terminal on a
+// plan with a parallel group of two slow steps of the fixture server (they
+// end when the test opens their gate), and reads the screen while it
+// runs: both steps are shown running, side by side, with elapsed times
+// that grow; then every step's final status, and the summary. Standard
+// output stays exactly the envelope. Without a terminal the same run
+// writes no cursor control: nothing of the view by default, and plain
+// lines with --progress always.
+func TestRunOnATerminal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts child processes")
+	}
+	dir, cfg := buildFixture(t, "")
+	gate := filepath.Join(dir, "open")
+	planFile := filepath.Join(dir, "plan.json")
+	plan := fmt.Sprintf(`{"plan": {"steps": [
+		{"id": "first", "tool": "fx__echo", "arguments": {"text": "hi"}},
+		{"id": "both", "parallel": [
+			{"id": "left", "tool": "fx__gate", "arguments": {"path": %q}},
+			{"id": "right", "tool": "fx__gate", "arguments": {"path": %q}}]},
+		{"id": "last", "tool": "fx__echo", "arguments": {"text": "bye"}}]}}`, gate, gate)
+	if err := os.WriteFile(planFile, []byte(plan), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	cmd := exec.Command(orchestraBin, "run", "--config", cfg, "--store", "memory", planFile)
+	cmd.Env = terminalEnv()
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout // the envelope; stdin and stderr are the terminal
+	ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 120})
+	if err != nil {
+		t.Skipf("no pseudo-terminal here: %v", err)
+	}
+	defer ptmx.Close()
+	screen := &termtest.Screen{}
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		io.Copy(screen, ptmx) // until the command exits and the terminal closes
+	}()
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	fail := func(format string, args ...any) {
+		t.Helper()
+		cmd.Process.Kill()
+		t.Fatalf(format+"\nscreen:\n%s", append(args, screen)...)
+	}
+
+	// Both gated steps show as running, and each one's elapsed time grows.
+	first := map[string]time.Duration{}
+	grown := map[string]bool{}
+	deadline := time.Now().Add(60 * time.Second) // bounds a hang only
+	for !grown["left"] || !grown["right"] {
+		select {
+		case err := <-exited:
+			fail("orchestra run exited (%v) before the screen showed both steps running", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			fail("the screen never showed left and right running with growing elapsed times (seen first %v)", first)
+		}
+		for step, d := range runningSteps(screen) {
+			if d0, seen := first[step]; !seen {
+				first[step] = d
+			} else if d > d0 {
+				grown[step] = true
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	// Open the gate: the steps end, the run with them.
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			fail("orchestra run: %v", err)
+		}
+	case <-time.After(60 * time.Second):
+		fail("orchestra run did not end after the gate opened")
+	}
+	<-copied
+
+	for _, want := range []string{
+		`✓ plan\s+success\s+\S+\s+4 of 4 tool steps done`,
+		`✓ first\s+fx__echo\s+success`,
+		`✓ both\s+parallel group\s+success\s+\S+\s+2 of 2 done`,
+		`✓ {3}left\s+fx__gate\s+success`,
+		`✓ {3}right\s+fx__gate\s+success`,
+		`✓ last\s+fx__echo\s+success`,
+		`Plan success: 4 of 4 tool steps succeeded`,
+	} {
+		if !regexp.MustCompile(`(?m)` + want).MatchString(screen.String()) {
+			t.Errorf("the last screen has no line matching %q", want)
+		}
+	}
+	if strings.Contains(screen.String(), "running") {
+		t.Errorf("the last screen still shows a step running")
+	}
+	if screen.Controls() == 0 {
+		t.Error("the view never moved the cursor")
+	}
+	if t.Failed() {
+		t.Logf("screen:\n%s", screen)
+	}
+	checkEnvelope(t, stdout.Bytes())
+
+	// Without a terminal: the view is off by default, plain with always.
+	for _, progress := range []string{"auto", "always"} {
+		cmd := exec.Command(orchestraBin, "run", "--config", cfg, "--store", "memory", "--progress", progress, planFile)
+		cmd.Env = terminalEnv()
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("--progress %s without a terminal: %v\n%s", progress, err, stderr.String())
+		}
+		if bytes.IndexByte(stderr.Bytes(), 0x1b) >= 0 {
+			t.Errorf("--progress %s without a terminal wrote a control sequence:\n%q", progress, stderr.String())
+		}
+		plain := strings.Contains(stderr.String(), "left (fx__gate) success in")
+		if plain != (progress == "always") {
+			t.Errorf("--progress %s without a terminal: plain lines %v, want %v:\n%s", progress, plain, progress == "always", stderr.String())
+		}
+		checkEnvelope(t, stdout.Bytes())
+	}
+}
+
+// checkEnvelope fails unless out is exactly one JSON value, a successful
+// envelope.
+func checkEnvelope(t *testing.T, out []byte) {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(out))
+	var env struct {
+		Artifact struct {
+			Status string `json:"status"`
+		} `json:"artifact"`
+	}
+	if err := dec.Decode(&env); err != nil || env.Artifact.Status != "success" {
+		t.Fatalf("stdout is not a successful envelope (%v):\n%.500s", err, out)
+	}
+	if rest, _ := io.ReadAll(dec.Buffered()); len(bytes.TrimSpace(rest)) > 0 || dec.More() || bytes.IndexByte(out, 0x1b) >= 0 {
+		t.Fatalf("stdout holds more than the envelope:\n%q", out)
+	}
+}
