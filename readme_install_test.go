@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"regexp"
 	"slices"
@@ -37,6 +38,13 @@ type releaseConfig struct {
 		} `yaml:"format_overrides"`
 		NameTemplate string `yaml:"name_template"`
 	} `yaml:"archives"`
+	Brews []struct {
+		Name       string `yaml:"name"`
+		Repository struct {
+			Owner string `yaml:"owner"`
+			Name  string `yaml:"name"`
+		} `yaml:"repository"`
+	} `yaml:"brews"`
 }
 
 func readReleaseConfig(t *testing.T) releaseConfig {
@@ -153,7 +161,74 @@ func installSections(t *testing.T) map[string]string {
 
 	sections := map[string]string{"downloads": files.String(), "bundle": mcpb.String()}
 	sections["container"] = containerSection(t, rc)
+	sections["packages"], sections["client_config"] = packageSections(t, rc)
 	return sections
+}
+
+// packageSections are the README's lines that install orchestra from npm
+// (packaging/npm/orchestra/package.json) and Homebrew (the formula of
+// .goreleaser.yaml), and the configuration of each MCP client, which runs
+// it with npx.
+func packageSections(t *testing.T, rc releaseConfig) (packages, clients string) {
+	t.Helper()
+	data, err := os.ReadFile("packaging/npm/orchestra/package.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pkg struct {
+		Name                 string            `json:"name"`
+		Bin                  map[string]string `json:"bin"`
+		OptionalDependencies map[string]string `json:"optionalDependencies"`
+	}
+	if err := json.Unmarshal(data, &pkg); err != nil {
+		t.Fatalf("packaging/npm/orchestra/package.json: %v", err)
+	}
+	if _, ok := pkg.Bin[rc.ProjectName]; !ok || len(pkg.Bin) != 1 {
+		t.Fatalf("packaging/npm/orchestra/package.json: bin %v, want %s alone (npx runs a package's only bin)", pkg.Bin, rc.ProjectName)
+	}
+	if len(rc.Brews) != 1 {
+		t.Fatalf(".goreleaser.yaml: want one Homebrew formula, got %d", len(rc.Brews))
+	}
+	brew := rc.Brews[0]
+	tap, ok := strings.CutPrefix(brew.Repository.Name, "homebrew-")
+	if !ok {
+		t.Fatalf(".goreleaser.yaml: the tap %q is not named homebrew-NAME, which brew needs to find it as OWNER/NAME", brew.Repository.Name)
+	}
+	npx := []string{"-y", pkg.Name, "serve"}
+	var b strings.Builder
+	fmt.Fprintf(&b, "```sh\nnpx %s    # runs orchestra: the line MCP clients are given below\n", strings.Join(npx, " "))
+	fmt.Fprintf(&b, "npm install -g %s   # or puts %s on your PATH\n", pkg.Name, rc.ProjectName)
+	fmt.Fprintf(&b, "brew install %s/%s/%s  # Homebrew, on macOS and Linux\n```\n", brew.Repository.Owner, tap, brew.Name)
+	names := slices.Sorted(maps.Keys(pkg.OptionalDependencies))
+	for i, n := range names {
+		names[i] = "`" + n + "`"
+	}
+	fmt.Fprintf(&b, "\n`%s` holds a launcher of a few lines; the binary comes in the package of your platform, which npm picks\namong the launcher's optional dependencies: %s.\n", pkg.Name, strings.Join(names, ", "))
+	packages = b.String()
+
+	// A client's JSON configuration, with the arguments on one line as
+	// people write them.
+	args, err := json.Marshal(npx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snippet := func(servers, typ string) string {
+		if typ != "" {
+			typ = fmt.Sprintf("\n      \"type\": %q,", typ)
+		}
+		conf := fmt.Sprintf("{\n  %q: {\n    %q: {%s\n      \"command\": \"npx\",\n      \"args\": %s\n    }\n  }\n}\n",
+			servers, rc.ProjectName, typ, strings.ReplaceAll(string(args), `","`, `", "`))
+		if !json.Valid([]byte(conf)) {
+			t.Fatalf("the client configuration is not JSON:\n%s", conf)
+		}
+		return "```json\n" + conf + "```\n"
+	}
+	b.Reset()
+	fmt.Fprintf(&b, "**Claude Desktop** (`claude_desktop_config.json`; or the MCP Bundle above):\n\n%s\n", snippet("mcpServers", ""))
+	fmt.Fprintf(&b, "**Claude Code**:\n\n```sh\nclaude mcp add %s -- npx %s\n```\n\n", rc.ProjectName, strings.Join(npx, " "))
+	fmt.Fprintf(&b, "**VS Code** (`.vscode/mcp.json` in a workspace, or *MCP: Open User Configuration*):\n\n%s\n", snippet("servers", "stdio"))
+	fmt.Fprintf(&b, "**Cursor** (`~/.cursor/mcp.json`, or `.cursor/mcp.json` in a project):\n\n%s", snippet("mcpServers", ""))
+	return packages, b.String()
 }
 
 // containerSection describes the image the Dockerfile makes, and checks

@@ -69,8 +69,8 @@ func generated(t *testing.T) map[string]string {
 	sections["builtins"] = tools.String()
 
 	lim := orchestrate.DefaultLimits()
-	sections["limits"] = fmt.Sprintf("max_depth %d · max_steps %d · max_parallel %d · max_nesting %d · step timeout %s · plan timeout %s · step output %d KiB · response %d KiB in the envelope · max_iterations %d per loop · max_tool_calls %d per run\n",
-		lim.MaxDepth, lim.MaxSteps, lim.MaxParallel, lim.MaxNesting, lim.StepTimeout, lim.PlanTimeout, lim.MaxStepOutputBytes>>10, lim.MaxResponseBytes>>10, lim.MaxIterations, lim.MaxToolCalls)
+	sections["limits"] = fmt.Sprintf("max_depth %d · max_steps %d · max_parallel %d · max_nesting %d · step timeout %s · plan timeout %s · step output %d KiB · response %d KiB in the envelope · max_iterations %d per loop · max_tool_calls %d, max_model_calls %d, max_agent_runs %d per request\n",
+		lim.MaxDepth, lim.MaxSteps, lim.MaxParallel, lim.MaxNesting, lim.StepTimeout, lim.PlanTimeout, lim.MaxStepOutputBytes>>10, lim.MaxResponseBytes>>10, lim.MaxIterations, lim.MaxToolCalls, lim.MaxModelCalls, lim.MaxAgentRuns)
 	maps.Copy(sections, installSections(t))
 	return sections
 }

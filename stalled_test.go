@@ -3,14 +3,9 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -25,42 +20,12 @@ import (
 // connection caps the stalled connections take every file descriptor and
 // the client is never accepted.
 func TestStalledConnections(t *testing.T) {
-	prlimit, err := exec.LookPath("prlimit")
-	if err != nil {
-		t.Skip("prlimit is not installed")
-	}
 	const stalled = 3000
 	// An attacker that opens its connections slowly stays under the
 	// per-client rate limit; here they open at once, so the rate limit is
 	// off to let all of them through to the connection caps.
-	cfg := filepath.Join(t.TempDir(), "orchestra.yaml")
-	if err := os.WriteFile(cfg, []byte("server:\n  rate_limit:\n    requests_per_second: -1\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(prlimit, "--nofile=1024:1024", orchestraBin, "serve", "--config", cfg, "--http", "127.0.0.1:0", "--store", "memory", "--log-level", "warn")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		cmd.Process.Signal(os.Interrupt)
-		cmd.Wait()
-	}()
-	sc := bufio.NewScanner(stderr)
-	var url string
-	for sc.Scan() {
-		if u, ok := strings.CutPrefix(sc.Text(), "orchestra: serving MCP at "); ok {
-			url = u
-			break
-		}
-	}
-	if url == "" {
-		t.Fatal("orchestra serve --http did not say where it serves")
-	}
-	go io.Copy(io.Discard, stderr)
+	srv := serveUnderLimit(t, "--nofile=1024:1024", "server:\n  rate_limit:\n    requests_per_second: -1\n")
+	url := srv.url
 	addr := strings.TrimSuffix(strings.TrimPrefix(url, "http://"), "/mcp")
 
 	dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}, Timeout: 5 * time.Second}

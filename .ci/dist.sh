@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # CI: the release packaging. Builds a snapshot release with GoReleaser (the
 # linux/amd64 target only, to fit CI's time; a release builds all six),
-# checks its archive's binary, its size and its MCP Bundle, builds the
-# container image's binary exactly as the Dockerfile does and runs it with
-# no libc, and compiles the builds without a provider. Each step prints how
-# long it took.
+# checks its archive's binary, its size, its MCP Bundle, its npm packages
+# (installed from their tarballs with no registry, run through the launcher)
+# and its Homebrew formula, builds the container image's binary exactly as
+# the Dockerfile does and runs it with no libc, and compiles the builds
+# without a provider. Each step prints how long it took.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -97,6 +98,39 @@ bundle() {
   BUNDLE=$(ls dist/*_linux_amd64.mcpb) node --test packaging/mcpb/bundle.test.mjs
 }
 
+npm_launcher() {
+  ls dist/npm/
+  # The tests install the tarballs into empty projects, offline.
+  ORCHESTRA_NPM_DIST=$PWD/dist go test -count=1 -v ./packaging/npm > "$tmp/npm.log" 2>&1 ||
+    { cat "$tmp/npm.log"; fail "the npm packages' tests (packaging/npm)"; }
+  grep -E '^ *--- |^ok' "$tmp/npm.log"
+}
+
+formula() {
+  # What brew does with the formula, short of brew: download its url for
+  # this platform (the release's file of that name), check its sha256,
+  # install the binary, run the formula's test.
+  local f=dist/homebrew/Formula/orchestra.rb v url sum file
+  [ -s "$f" ] || fail "GoReleaser wrote no Homebrew formula at $f"
+  v=$(sed -n 's/^  version "\(.*\)"$/\1/p' "$f")
+  [ "$v" = "$(version)" ] || fail "the formula's version is \"$v\", the release's \"$(version)\""
+  url=$(sed -n 's/^ *url "\(.*_linux_amd64\.tar\.gz\)"$/\1/p' "$f")
+  sum=$(grep -F -A 1 "url \"$url\"" "$f" | sed -n 's/^ *sha256 "\(.*\)"$/\1/p')
+  [ -n "$url" ] && [ -n "$sum" ] || { cat "$f"; fail "the formula has no linux amd64 url and sha256"; }
+  echo "url $url"
+  file=dist/$(basename "${url//#\{version\}/$v}")
+  [ -f "$file" ] || fail "the formula downloads $url, which the release does not have"
+  echo "$sum  $file" | sha256sum -c --quiet || fail "the formula's sha256 is not $file's"
+  grep -q '^ *bin.install "orchestra"$' "$f" || fail "the formula does not install bin/orchestra"
+  mkdir -p "$tmp/brew/bin"
+  tar -xzf "$file" -C "$tmp/brew/bin" orchestra
+  local got want="orchestra $v"
+  got=$("$tmp/brew/bin/orchestra" version)
+  [ "$got" = "$want" ] || fail "the formula's test would see \"$got\", want \"$want\""
+  grep -qF 'assert_equal "orchestra #{version}", shell_output("#{bin}/orchestra version").strip' "$f" ||
+    fail "the formula's test does not check orchestra version"
+}
+
 container() {
   local build root port token=ci-container-token
   root=$tmp/image
@@ -164,5 +198,7 @@ step "archive: version and quick start" archive
 step "binary size" size
 step "no dynamic method lookup in the release build" reflect_method
 step "MCP Bundle: validate, pack, tools/list from the TS SDK" bundle
+step "npm packages: offline install, npx version, the TS SDK's quick start, signals, exit codes" npm_launcher
+step "Homebrew formula: url, sha256, binary, test" formula
 step "container binary: static, runs with no libc" container
 step "builds without a provider" provider_tags

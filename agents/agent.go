@@ -17,11 +17,13 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/orchestra-mcp/orchestra/budget"
 	"github.com/orchestra-mcp/orchestra/internal/textcut"
 	"github.com/orchestra-mcp/orchestra/llm"
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 	"github.com/orchestra-mcp/orchestra/registry"
 	"github.com/orchestra-mcp/orchestra/schemas"
+	"github.com/orchestra-mcp/orchestra/toolcontext"
 	"github.com/orchestra-mcp/orchestra/toolloop"
 )
 
@@ -184,6 +186,9 @@ func firstSentence(s string) string {
 	return s
 }
 
+// allows reports whether the agent's tools globs allow the tool name.
+func (a *Agent) allows(name string) bool { return allows(a.Config.Tools, name) }
+
 // AllowedTools returns the catalog tools the agent may call now, sorted.
 func (a *Agent) AllowedTools() []registry.Tool { return a.allowedTools(nil) }
 
@@ -221,7 +226,16 @@ func (a *Agent) call(ctx context.Context, cr *registry.CallRequest) (*registry.R
 			}
 		}
 	}
-	child, cctx := engine.StartChild(ctx, ToolName(a.Name))
+	// The agent's run is a node of its caller's budget: what it spends
+	// counts against its request's, and it and what runs under it (a
+	// nested plan) may call only the tools it allows and its caller could.
+	engine = engine.With(orchestrate.RunOptions{AllowTool: a.allows})
+	child, cctx, err := engine.StartChild(ctx, ToolName(a.Name))
+	if err != nil {
+		resp := &ExecutionResponse{Status: StatusError, Metadata: Metadata{Agent: a.Name, Model: a.ModelName()},
+			Error: &ResponseError{Code: orchestrate.CodeLimitExceeded, Message: fmt.Sprintf("agent %s did not start: %v", a.Name, err)}}
+		return result(resp), nil
+	}
 	resp := &ExecutionResponse{Status: StatusSuccess, Metadata: Metadata{Agent: a.Name, Model: a.ModelName(), ExecID: child.ExecID()}}
 	var loopErr *orchestrate.Error
 	req, err := decodeRequest(cr.Arguments)
@@ -356,7 +370,7 @@ func (a *Agent) run(ctx context.Context, child *orchestrate.ChildRun, req *Execu
 			code = CodeTimeout
 		}
 		fail(code, fmt.Sprintf("agent %s: %s", a.Name, e.Message))
-		if (code == CodeMaxToolSteps || code == CodeTimeout) && tl.hasResults() {
+		if (code == CodeMaxToolSteps || code == CodeTimeout || code == orchestrate.CodeLimitExceeded) && tl.hasResults() {
 			// Stopped after useful tool results: what they returned is
 			// the answer it has.
 			resp.Status, resp.Result.Text = StatusPartial, tl.summary(a.Name, code)
@@ -376,7 +390,11 @@ func (a *Agent) run(ctx context.Context, child *orchestrate.ChildRun, req *Execu
 		r := &llm.Request{System: system, Messages: msgs, ResponseSchema: a.Config.OutputSchema}
 		again, err := a.generate(ctx, model, child, resp, r)
 		if err != nil {
-			fail(CodeModelError, fmt.Sprintf("agent %s: repairing its answer: %v", a.Name, err))
+			code := CodeModelError
+			if ex := (*budget.Exceeded)(nil); errors.As(err, &ex) {
+				code = orchestrate.CodeLimitExceeded
+			}
+			fail(code, fmt.Sprintf("agent %s: repairing its answer: %v", a.Name, err))
 			return
 		}
 		resp.Result.Text = strings.TrimSpace(again.Text)
@@ -394,6 +412,12 @@ func (a *Agent) run(ctx context.Context, child *orchestrate.ChildRun, req *Execu
 func (a *Agent) generate(ctx context.Context, model llm.Model, child *orchestrate.ChildRun, resp *ExecutionResponse, r *llm.Request) (*llm.Response, error) {
 	if a.data != nil {
 		r.ResponseSchema = a.Config.OutputSchema
+	}
+	// Every model call draws from the request's budget, however deeply
+	// the agent runs.
+	b, _ := toolcontext.BudgetFrom(ctx)
+	if err := b.Spend(budget.ModelCalls, 1); err != nil {
+		return nil, err
 	}
 	start := time.Now()
 	out, err := model.Generate(ctx, r)

@@ -18,6 +18,13 @@
 // by max_tool_steps or its deadline after tool results) answers "partial":
 // the tool result is Partial, and a plan ends its step partial and goes on.
 //
+// An agent's run is a node of its caller's budget tree (package budget):
+// its start, its model calls and its tool calls count against the
+// request's max_agent_runs, max_model_calls and max_tool_calls, however
+// deeply agents call agents. It is a principal: it may call its own
+// tools, within the request's, and a plan it starts through
+// agent_orchestrate can call only those.
+//
 //	tools, err := agents.Tools(cfg.Agents, agents.Options{Engine: engine, Catalog: catalog, Model: plannerModel})
 //	catalog.Add(tools...)
 package agents

@@ -73,6 +73,19 @@ type Limits struct {
 	// process; a call beyond it fails at once with the code busy rather
 	// than waiting in a queue.
 	MaxConcurrentPlans int `yaml:"max_concurrent_plans" json:"max_concurrent_plans"`
+	// PlansPerOwner is how many of those plans one caller (a token's or a
+	// JWT subject's holder; without authentication, a session) may always
+	// run at once; it may run more only while as many slots stay free for
+	// the others. Default a quarter of max_concurrent_plans.
+	PlansPerOwner int `yaml:"plans_per_owner" json:"plans_per_owner"`
+	// PlansPerTenant is how many a tenant's callers together may always
+	// run at once, more only under the same condition. Default half of
+	// max_concurrent_plans.
+	PlansPerTenant int `yaml:"plans_per_tenant" json:"plans_per_tenant"`
+	// QueueTimeout is how long a call waits for a slot when it may not
+	// take one now; a freed slot goes to the waiting caller that runs the
+	// fewest plans. Past it the call fails with busy. Default 10s.
+	QueueTimeout time.Duration `yaml:"queue_timeout" json:"queue_timeout"`
 	// MaxDownstreamResponseBytes is the largest tool result, as JSON, that
 	// a downstream MCP server may return; a larger one fails the call.
 	MaxDownstreamResponseBytes int64 `yaml:"max_downstream_response_bytes" json:"max_downstream_response_bytes"`
@@ -204,6 +217,7 @@ const (
 	DefaultRateBurst               = 100
 
 	DefaultMaxConcurrentPlans         = 64
+	DefaultQueueTimeout               = 10 * time.Second
 	DefaultMaxDownstreamResponseBytes = 8 << 20
 )
 
@@ -233,6 +247,11 @@ func (c *Config) applyDefaults() {
 	setInt(&l.PlannerAttempts, planner.DefaultAttempts)
 	setInt(&l.MaxToolSteps, planner.DefaultMaxToolSteps)
 	setInt(&l.MaxConcurrentPlans, DefaultMaxConcurrentPlans)
+	setInt(&l.PlansPerOwner, max(1, l.MaxConcurrentPlans/4))
+	setInt(&l.PlansPerTenant, max(1, l.MaxConcurrentPlans/2))
+	if l.QueueTimeout == 0 {
+		l.QueueTimeout = DefaultQueueTimeout
+	}
 	if l.MaxDownstreamResponseBytes == 0 {
 		l.MaxDownstreamResponseBytes = DefaultMaxDownstreamResponseBytes
 	}
@@ -323,7 +342,7 @@ func Parse(data []byte, lookup func(string) (string, bool)) (*Config, error) {
 func (c *Config) validate() error {
 	var problems []string
 	l := c.Limits
-	for name, v := range map[string]int{"max_depth": l.MaxDepth, "max_steps": l.MaxSteps, "max_parallel": l.MaxParallel, "max_nesting": l.MaxNesting, "max_attempts": l.MaxAttempts, "max_step_output_bytes": l.MaxStepOutputBytes, "max_response_bytes": l.MaxResponseBytes, "max_templates": l.MaxTemplates, "max_argument_bytes": l.MaxArgumentBytes, "max_run_bytes": l.MaxRunBytes, "planner_attempts": l.PlannerAttempts, "max_tool_steps": l.MaxToolSteps, "max_concurrent_plans": l.MaxConcurrentPlans, "max_iterations": l.MaxIterations, "max_tool_calls": l.MaxToolCalls} {
+	for name, v := range map[string]int{"max_depth": l.MaxDepth, "max_steps": l.MaxSteps, "max_parallel": l.MaxParallel, "max_nesting": l.MaxNesting, "max_attempts": l.MaxAttempts, "max_step_output_bytes": l.MaxStepOutputBytes, "max_response_bytes": l.MaxResponseBytes, "max_templates": l.MaxTemplates, "max_argument_bytes": l.MaxArgumentBytes, "max_run_bytes": l.MaxRunBytes, "planner_attempts": l.PlannerAttempts, "max_tool_steps": l.MaxToolSteps, "max_concurrent_plans": l.MaxConcurrentPlans, "max_iterations": l.MaxIterations, "max_tool_calls": l.MaxToolCalls, "max_model_calls": l.MaxModelCalls, "max_agent_runs": l.MaxAgentRuns, "plans_per_owner": l.PlansPerOwner, "plans_per_tenant": l.PlansPerTenant} {
 		if v < 0 {
 			problems = append(problems, fmt.Sprintf("limits.%s must not be negative", name))
 		}
@@ -333,6 +352,12 @@ func (c *Config) validate() error {
 	}
 	if c.Store.Retention.MaxAge < 0 || c.Store.Retention.MaxRuns < 0 {
 		problems = append(problems, "store.retention.max_age and store.retention.max_runs must not be negative")
+	}
+	if l.QueueTimeout < 0 {
+		problems = append(problems, "limits.queue_timeout must not be negative")
+	}
+	if n := l.MaxConcurrentPlans; n > 0 && (l.PlansPerOwner > n || l.PlansPerTenant > n) {
+		problems = append(problems, fmt.Sprintf("limits.plans_per_owner and limits.plans_per_tenant must not be above limits.max_concurrent_plans (%d)", n))
 	}
 	if l.StepTimeout < 0 {
 		problems = append(problems, "limits.step_timeout must not be negative")

@@ -200,6 +200,8 @@ func (c *Config) checkTenantLimits(at string, tl TenantLimits) []string {
 	check("max_run_bytes", int64(l.MaxRunBytes), int64(g.MaxRunBytes))
 	check("max_iterations", int64(l.MaxIterations), int64(g.MaxIterations))
 	check("max_tool_calls", int64(l.MaxToolCalls), int64(g.MaxToolCalls))
+	check("max_model_calls", int64(l.MaxModelCalls), int64(g.MaxModelCalls))
+	check("max_agent_runs", int64(l.MaxAgentRuns), int64(g.MaxAgentRuns))
 	check("max_concurrent_plans", int64(tl.MaxConcurrentPlans), int64(gPlans))
 	if l.MaxMemoryBytes != 0 {
 		problems = append(problems, at+".limits.max_memory_bytes cannot be set: it bounds the whole process, not a tenant's runs")

@@ -102,7 +102,7 @@ func TestRunBytes(t *testing.T) {
 	if e := stepError(env, "c"); e.Code != CodeTooLarge || !strings.Contains(e.Message, "limits.max_run_bytes") {
 		t.Errorf("step c error = %+v", e)
 	}
-	if used := te.mem.Used(); used != 0 {
+	if used := te.MemoryHeld(); used != 0 {
 		t.Errorf("the run ended and still holds %d bytes of the server's budget", used)
 	}
 }
@@ -146,7 +146,7 @@ func TestMemoryBudget(t *testing.T) {
 	if env := <-done; !env.Artifact.Success {
 		t.Fatalf("the holding run failed: %v", errorCodes(env))
 	}
-	if used := te.mem.Used(); used != 0 {
+	if used := te.MemoryHeld(); used != 0 {
 		t.Errorf("the server's budget still holds %d bytes after every run ended", used)
 	}
 	if issue := te.Admit(); issue != nil {

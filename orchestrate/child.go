@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/orchestra-mcp/orchestra/budget"
 	"github.com/orchestra-mcp/orchestra/toolcontext"
 )
 
@@ -27,18 +28,34 @@ type ChildRun struct {
 }
 
 // StartChild starts a child run of the run that encloses ctx (see
-// toolcontext.ExecID), recorded with source as its tool. The returned
-// context carries the child's exec id: what runs under it (a nested
-// orchestration) is the child's child.
-func (e *Engine) StartChild(ctx context.Context, source string) (*ChildRun, context.Context) {
+// toolcontext.ExecID), recorded with source as its tool. It counts one
+// agent run against the budget ctx carries, and fails with a
+// *budget.Exceeded, starting nothing, when that has none left. The
+// returned context carries the child's exec id and its budget node (under
+// ctx's): what runs under it (a tool call, a nested orchestration, a model
+// call) is the child's and draws from its budget. The child is a
+// principal (budget.Grant): it may call the tools e allows (the agent's),
+// within those of the request it runs for, whatever its caller may call;
+// what runs under it can call no more.
+func (e *Engine) StartChild(ctx context.Context, source string) (*ChildRun, context.Context, error) {
+	parent, ok := toolcontext.BudgetFrom(ctx)
+	if !ok {
+		parent = e.mem.node
+	}
+	if err := parent.Spend(budget.AgentRuns, 1); err != nil {
+		return nil, ctx, err
+	}
 	plan := &Plan{Type: "tool_calls", Schedule: ScheduleSequential, Steps: []*Step{}}
-	r := e.With(RunOptions{Source: source}).newRun(ctx, &Request{Plan: plan})
+	ce := e.With(RunOptions{Source: source})
+	ce.principal = true // an agent acts with its own tools, within its request's
+	r := ce.newRun(ctx, &Request{Plan: plan})
 	r.plan = plan
 	quiet := *e
 	quiet.hooks = noHooks
 	c := &ChildRun{r: r, quiet: &quiet, plan: plan}
 	callHook(r, "RunStarted", r.hooks.RunStarted, RunStartedInfo{Run: r.info, At: r.started})
-	return c, toolcontext.WithExecID(ctx, r.execID)
+	ctx = toolcontext.WithExecID(ctx, r.execID)
+	return c, toolcontext.WithBudget(ctx, r.budget), nil
 }
 
 // ExecID returns the child run's exec id.

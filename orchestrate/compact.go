@@ -124,6 +124,9 @@ func stepCounts(rs []*StepRecord) map[string]int {
 		for _, r := range rs {
 			if r.Type == "parallel" || r.Type == TypeForEach {
 				walk(r.Children)
+				if r.SkippedIterations > 0 {
+					counts[StatusSkipped] += r.SkippedIterations
+				}
 				continue
 			}
 			counts[r.Status]++

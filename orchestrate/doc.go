@@ -17,6 +17,11 @@
 //	}
 //	env := e.Run(ctx, req) // always an envelope; env.Artifact.Status says how it went
 //
+// Every run is a node of its request's budget tree (package budget),
+// carried in its context: the run of a request, an agent's calls and the
+// plans it starts all draw from the one root [Engine.Budgeted] makes, and
+// can call only what their caller could.
+//
 // The files follow the life of a run:
 //
 //	plan.go, decode.go     the plan model and its decoding (aliases, defaults)
@@ -30,6 +35,7 @@
 //	                       (decode_loop.go, validate_flow.go: their decoding and checks)
 //	record.go              the records of steps and the one place a step ends
 //	envelope.go            the response, made from a snapshot of the finished run
+//	budget.go              the run's node of the budget tree, bytes held, admission
 //	truncate.go            output caps
 //	tool.go                the agent_orchestrate MCP tool
 package orchestrate

@@ -5,11 +5,13 @@ import (
 	"context"
 	"crypto/rand"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/orchestra-mcp/orchestra/budget"
 	"github.com/orchestra-mcp/orchestra/fsm"
 	"github.com/orchestra-mcp/orchestra/registry"
 	"github.com/orchestra-mcp/orchestra/toolcontext"
@@ -67,8 +69,10 @@ type RunOptions struct {
 	// of pausing.
 	Elicit Elicit
 	// AllowTool, when set, narrows the catalog of these runs to the tools
-	// it allows (a tenant's): a plan calling another is refused at plan
-	// time with unknown_tool.
+	// it allows (a tenant's, an agent's): a plan calling another is
+	// refused at plan time with unknown_tool. Their budget nodes carry it,
+	// so that what runs under them (an agent's nested plan) can call no
+	// other tool either.
 	AllowTool func(name string) bool
 	// Limits, when set, lower the engine's limits for these runs; a field
 	// above the engine's, or zero, keeps the engine's.
@@ -115,10 +119,17 @@ type Engine struct {
 	lim    Limits
 	log    *slog.Logger
 	source string
-	mem    *Memory // shared by the engines With makes
-	hooks  *Hooks  // opts.Hooks and the request's, composed; never nil
-	pauses PauseStore
-	elicit Elicit // the request's
+	mem    *serverMemory // shared by the engines With makes
+	// allow, when set, is what the engine's runs may call (RunOptions'
+	// AllowTool, intersected): their budget nodes carry it, so that work
+	// nested under them can call no more.
+	allow func(name string) bool
+	// principal marks the engine of a child run (StartChild): its node
+	// acts with the tools allow names rather than its caller's.
+	principal bool
+	hooks     *Hooks // opts.Hooks and the request's, composed; never nil
+	pauses    PauseStore
+	elicit    Elicit // the request's
 	// transition, when set, sees every move of every run's state machine:
 	// the engine's own tests compare the paths with the design's.
 	transition fsm.Observer
@@ -148,7 +159,7 @@ func NewEngine(opts Options) *Engine {
 	if pauses == nil {
 		pauses = &memoryPauses{}
 	}
-	return &Engine{opts: opts, lim: lim, log: log, source: opts.ToolName, mem: NewMemory(lim.MaxMemoryBytes), hooks: hooks, pauses: pauses}
+	return &Engine{opts: opts, lim: lim, log: log, source: opts.ToolName, mem: newServerMemory(lim.MaxMemoryBytes), hooks: hooks, pauses: pauses}
 }
 
 // With returns an engine that shares e's catalog and limits and whose runs
@@ -166,6 +177,11 @@ func (e *Engine) With(ro RunOptions) *Engine {
 	}
 	if ro.AllowTool != nil {
 		c.opts.Tools = allowedTools{c.opts.Tools, ro.AllowTool}
+		if prev := c.allow; prev != nil {
+			c.allow = func(name string) bool { return prev(name) && ro.AllowTool(name) }
+		} else {
+			c.allow = ro.AllowTool
+		}
 	}
 	if ro.Limits != nil {
 		c.lim = c.lim.Lower(*ro.Limits)
@@ -238,7 +254,19 @@ func (e *Engine) newRun(ctx context.Context, req *Request) *run {
 		outputs: map[*Step]any{},
 		started: time.Now(),
 	}
-	r.bytes = runBytes{mem: e.mem, limit: int64(r.lim.MaxRunBytes)}
+	// Under a request's budget the run adds its deadline and its tools;
+	// the caps are the request's, which the run, its agents and its nested
+	// plans share. A run with no request above it is its request's root.
+	g := budget.Grant{Deadline: r.started.Add(r.lim.PlanTimeout), Tools: e.allow}
+	parent, ok := toolcontext.BudgetFrom(ctx)
+	if !ok {
+		parent, g = e.mem.node, e.grant(r.lim, r.started)
+		g.Root = true
+	}
+	g.Principal = e.principal
+	r.budget = parent.Child(runNodeName(e.source), g)
+	r.bytes = runBytes{node: r.budget, mem: e.mem.node}
+	r.answer = claimAnswer(ctx)
 	r.info = &RunInfo{ExecID: r.execID, IDs: ids, Depth: r.depth, StartedAt: r.started, Source: e.source}
 	r.info.Traceparent, _ = toolcontext.TraceparentFrom(ctx)
 	r.info.ParentExecID, _ = toolcontext.ExecID(ctx)
@@ -258,8 +286,23 @@ func (e *Engine) newRun(ctx context.Context, req *Request) *run {
 	}
 	r.fireCtx = context.WithoutCancel(ctx)
 	r.ps.elicit = e.elicit
-	r.ps.tools, r.ps.issues = withClientTools(e.opts.Tools, req.ClientTools)
+	tools := e.opts.Tools
+	if r.budget.Narrowed() {
+		// What the run may call is what its caller could: the tools of
+		// the request, the agent or the plan it runs under.
+		tools = allowedTools{tools, r.budget.Allows}
+	}
+	r.ps.tools, r.ps.issues = withClientTools(tools, req.ClientTools)
 	return r
+}
+
+// runNodeName names a run's budget node for messages: "the run", or the
+// agent's run.
+func runNodeName(source string) string {
+	if name, ok := strings.CutPrefix(source, AgentToolPrefix); ok {
+		return "agent " + name
+	}
+	return "the run"
 }
 
 // stepContext returns the context the tool of step s is called with.

@@ -140,8 +140,14 @@ type StepRecord struct {
 	// SkillID is the skill of a downstream artifact envelope.
 	SkillID string `json:"skill_id,omitempty"`
 	// Iteration is the index of the element an iteration of a loop ran
-	// for; the iterations are the children of the loop's record.
+	// for; the iterations that started are the children of the loop's
+	// record, in element order.
 	Iteration *int `json:"iteration,omitempty"`
+	// SkippedIterations counts, on a loop's record, the iterations that
+	// did not run: a condition skipped them, or the loop stopped before
+	// them. They have no record of their own (a skipped iteration costs
+	// what deciding to skip it did); their places in the output are null.
+	SkippedIterations int `json:"skipped_iterations,omitempty"`
 	// Reason says why a skipped step did not run when that is no failure:
 	// its condition (when) was false, or that of a step it needs.
 	Reason   *Error        `json:"reason,omitempty"`

@@ -223,6 +223,7 @@ type traceStep struct {
 	Attempts  int            `json:"attempts,omitempty"`
 	SkillID   string         `json:"skill_id,omitempty"`
 	Iteration *int           `json:"iteration,omitempty"`
+	Skipped   int            `json:"skipped_iterations,omitempty"`
 	Reason    *Error         `json:"reason,omitempty"`
 	Children  []*traceStep   `json:"children,omitempty"`
 }
@@ -252,7 +253,7 @@ func traceSteps(rs []*StepRecord) []*traceStep {
 		out = append(out, &traceStep{
 			ID: r.ID, Type: r.Type, Tool: r.Tool, ResultKey: r.ResultKey, Merge: r.Merge, Status: r.Status,
 			Arguments: r.Arguments, Output: r.Output, Error: r.Error, Attempts: r.Attempts, SkillID: r.SkillID,
-			Iteration: r.Iteration, Reason: r.Reason, Children: traceSteps(r.Children),
+			Iteration: r.Iteration, Skipped: r.SkippedIterations, Reason: r.Reason, Children: traceSteps(r.Children),
 		})
 	}
 	return out

@@ -43,6 +43,13 @@ type Limits struct {
 	// counted, so that loops cannot fan out without bound. It is never
 	// below MaxSteps.
 	MaxToolCalls int `json:"max_tool_calls" yaml:"max_tool_calls"`
+	// MaxModelCalls caps the model calls of one request: planning, the
+	// turns of its agents and of the reactive fallback, the answer
+	// written after a run, however deeply they nest.
+	MaxModelCalls int `json:"max_model_calls" yaml:"max_model_calls"`
+	// MaxAgentRuns caps the agent runs of one request, however deeply
+	// they nest (an agent calling agents, a loop over agent steps).
+	MaxAgentRuns int `json:"max_agent_runs" yaml:"max_agent_runs"`
 	// PauseTTL is how long a paused run waits for the client's results.
 	PauseTTL time.Duration `json:"pause_ttl" yaml:"pause_ttl"`
 }
@@ -65,6 +72,8 @@ func DefaultLimits() Limits {
 		MaxMemoryBytes:     1 << 30,
 		MaxIterations:      64,
 		MaxToolCalls:       100,
+		MaxModelCalls:      128,
+		MaxAgentRuns:       32,
 		PauseTTL:           time.Hour,
 	}
 }
@@ -116,6 +125,12 @@ func (l Limits) WithDefaults() Limits {
 	}
 	if l.MaxToolCalls == 0 {
 		l.MaxToolCalls = max(d.MaxToolCalls, l.MaxSteps)
+	}
+	if l.MaxModelCalls == 0 {
+		l.MaxModelCalls = d.MaxModelCalls
+	}
+	if l.MaxAgentRuns == 0 {
+		l.MaxAgentRuns = d.MaxAgentRuns
 	}
 	if l.PauseTTL == 0 {
 		l.PauseTTL = d.PauseTTL

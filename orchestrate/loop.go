@@ -3,11 +3,14 @@ package orchestrate
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/orchestra-mcp/orchestra/budget"
 	"github.com/orchestra-mcp/orchestra/fsm"
 )
 
@@ -84,12 +87,14 @@ func (r *run) exceed() {
 	}
 }
 
-// countCall counts one more tool call of the run against
-// limits.max_tool_calls.
+// countCall counts one more tool call of the run against its budget
+// node, and so against its request's: limits.max_tool_calls caps a run's
+// and a request's calls, every iteration's, agent's and nested plan's
+// counted.
 func (r *run) countCall() *Error {
-	if n := r.toolCalls.Add(1); n > int64(r.lim.MaxToolCalls) {
+	if err := r.budget.Spend(budget.ToolCalls, 1); err != nil {
 		r.exceed()
-		return limitError("the run reached its limit of %d tool calls (limits.max_tool_calls); loop over fewer elements (filter or slice the list with json_query first) or split the work into several calls", r.lim.MaxToolCalls)
+		return limitError("%v; loop over fewer elements (filter or slice the list with json_query first) or split the work into several calls", err)
 	}
 	return nil
 }
@@ -124,16 +129,13 @@ func (r *run) runLoop(ctx context.Context, l *Step) {
 		fail = limitError("for_each %s has %d elements; the limit is %d (limits.max_iterations). Loop over fewer: filter or slice the list with json_query first", l.ID, len(items), r.lim.MaxIterations)
 	}
 	if fail == nil {
-		if need, left := len(items)*leafCount(l.Do), r.lim.MaxToolCalls-int(r.toolCalls.Load()); need > left {
-			r.exceed()
-			fail = limitError("for_each %s would make %d tool calls (%d elements); the run has %d left of its limit of %d (limits.max_tool_calls). Loop over fewer elements or split the work into several calls", l.ID, need, len(items), max(left, 0), r.lim.MaxToolCalls)
-		}
+		fail = r.loopFits(l, len(items))
 	}
 	if fail != nil {
 		r.end(l, StatusFailed, nil, fail)
 		return
 	}
-	iters := r.expand(l, items)
+	iters := r.expand(l, len(items))
 
 	limit := r.lim.MaxParallel
 	if l.MaxConcurrency > 0 && l.MaxConcurrency < limit {
@@ -142,17 +144,31 @@ func (r *run) runLoop(ctx context.Context, l *Step) {
 	var eg errgroup.Group
 	eg.SetLimit(limit)
 	var settled atomic.Bool // an iteration failed and halts the loop: no new one starts
+	var unrecorded atomic.Pointer[Error]
 	stopped := func() bool { return settled.Load() || ctx.Err() != nil || !r.dispatching() }
-	for _, it := range iters {
+	// Whether an iteration runs is decided here, in element order, on one
+	// probe of the body: an iteration that a condition skips is neither
+	// copied nor started, and costs what deciding did.
+	probe, probeIter := new(Step), new(iteration)
+	for i, item := range items {
 		if stopped() {
 			break
 		}
+		*probeIter = iteration{loop: l, index: i, item: item}
+		*probe = *l.Do
+		probe.parent, probe.iter = l, probeIter
+		if !r.runs(probe) {
+			continue // skipped: counted in the loop's record (mergeLoop)
+		}
+		it := cloneBody(l, &iteration{loop: l, index: i, item: item})
+		iters[i] = it
 		eg.Go(func() error {
 			if stopped() {
 				return nil
 			}
-			if why := r.admit(it); why != nil {
-				r.skipFor(it, why)
+			if fail := r.recordIteration(l, it); fail != nil {
+				unrecorded.CompareAndSwap(nil, fail)
+				settled.Store(true)
 				return nil
 			}
 			r.startStep(it)
@@ -168,31 +184,86 @@ func (r *run) runLoop(ctx context.Context, l *Step) {
 		})
 	}
 	_ = eg.Wait()
-	for _, it := range iters {
-		r.skip(it, nil)
-	}
-	r.mergeLoop(l, iters)
+	r.mergeLoop(l, iters, unrecorded.Load())
 }
 
-// expand makes the iterations of loop l, one per element of items, and
-// their records under the loop's. The run's count of tool steps grows by
-// what the loop adds, so that progress knows its total from now on.
-func (r *run) expand(l *Step, items []any) []*Step {
-	iters := make([]*Step, len(items))
-	for i, item := range items {
-		iters[i] = cloneBody(l, &iteration{loop: l, index: i, item: item})
+// recordBytes is what the record of one step of an iteration counts
+// against the run's budget of bytes held: the record itself, and its part
+// of the envelope, about 460 bytes of JSON (384 records of loops make a
+// 178 KB envelope), which the response holds once or twice more.
+const recordBytes = 1 << 10
+
+// recordIteration makes the record of iteration it, which is about to
+// start, under the record of loop l, charging it against the run's bytes:
+// an iteration that a condition skips has none (it costs what deciding
+// did), and a loop cannot build more records than its request may hold.
+func (r *run) recordIteration(l *Step, it *Step) *Error {
+	if fail := r.bytes.charge(it.ID, int64(recordCount(it))*recordBytes); fail != nil {
+		return fail
 	}
 	r.mu.Lock()
+	defer r.mu.Unlock()
+	rec := r.buildRecord(it)
+	rec.Iteration = &it.iter.index
 	lrec := r.records[l]
-	lrec.Children = make([]*StepRecord, len(iters))
-	for i, it := range iters {
-		rec := r.buildRecord(it)
-		rec.Iteration = &iters[i].iter.index
-		lrec.Children[i] = rec
+	lrec.Children = append(lrec.Children, rec)
+	return nil
+}
+
+// recordCount counts the records of s: its own and its group's children's
+// (a nested loop's iterations are counted as they start).
+func recordCount(s *Step) int {
+	n := 1
+	for _, c := range s.Parallel {
+		n += recordCount(c)
 	}
+	return n
+}
+
+// loopFits says why loop l cannot run its body n times within what its
+// run's budget has left, or nil: its tool calls and its agent runs (each
+// counted once per iteration; a nested loop's are counted as its own
+// array resolves) must fit, and so must the records of its iterations.
+func (r *run) loopFits(l *Step, n int) *Error {
+	for _, need := range []struct {
+		kind budget.Kind
+		per  int
+	}{{budget.ToolCalls, leafCount(l.Do)}, {budget.AgentRuns, agentCount(l.Do)}} {
+		if want, left := int64(n*need.per), r.budget.Left(need.kind); want > left {
+			r.exceed()
+			c, _ := r.budget.Limit(need.kind)
+			return limitError("for_each %s would make %d %s (%d elements); %d are left of the limit of %d (%s). Loop over fewer elements or split the work into several calls",
+				l.ID, want, need.kind, n, left, c.Max, c.Key)
+		}
+	}
+	return nil
+}
+
+// agentCount counts the agent steps of s, a loop's body once.
+func agentCount(s *Step) int {
+	if !s.IsGroup() && !s.IsLoop() {
+		if s.Agent != "" || strings.HasPrefix(s.Tool, AgentToolPrefix) {
+			return 1
+		}
+		return 0
+	}
+	n := 0
+	for _, c := range s.children() {
+		n += agentCount(c)
+	}
+	return n
+}
+
+// expand makes room for the n iterations of loop l (runLoop makes each
+// that runs, and its record as it starts). The run's count of tool steps
+// grows by what the loop adds, so that progress knows its total from now
+// on; the iterations that do not run take theirs back (mergeLoop).
+func (r *run) expand(l *Step, n int) []*Step {
+	r.mu.Lock()
+	r.records[l].Children = make([]*StepRecord, 0, min(n, 16))
 	r.mu.Unlock()
-	r.info.grow(len(items)*leafCount(l.Do) - leafCount(l.Do))
-	return iters
+	r.info.grow(n*leafCount(l.Do) - leafCount(l.Do))
+	return make([]*Step, n)
 }
 
 // cloneBody copies the body of loop l for iteration it: the copies have
@@ -228,16 +299,32 @@ func cloneBody(l *Step, it *iteration) *Step {
 }
 
 // mergeLoop sets the loop's status and output from its iterations: the
-// array of their outputs, null where one failed or was skipped. With merge
-// "collect" a failed iteration fails the loop (unless its body has
-// on_error "continue"); with "all_settled" it makes the loop partial.
-func (r *run) mergeLoop(l *Step, iters []*Step) {
+// array of their outputs, null where one failed or did not run. With
+// merge "collect" a failed iteration fails the loop (unless its body has
+// on_error "continue"); with "all_settled" it makes the loop partial. The
+// iterations that did not run (a condition skipped them, or the loop
+// stopped first) have no record: the loop's record counts them. unrecorded,
+// when set, is why an iteration could not start: the budget of bytes its
+// record needed was spent; it fails the loop.
+func (r *run) mergeLoop(l *Step, iters []*Step, unrecorded *Error) {
 	r.mu.Lock()
 	out := make([]any, len(iters))
 	status := StatusSuccess
 	var fail *Error
+	if unrecorded != nil {
+		status = StatusFailed
+		fail = &Error{StepID: l.ID, Code: unrecorded.Code, Message: fmt.Sprintf("iteration %s could not start: %s", unrecorded.StepID, unrecorded.Message)}
+	}
+	skipped := 0
 	for i, it := range iters {
-		rec := r.records[it]
+		var rec *StepRecord
+		if it != nil {
+			rec = r.records[it]
+		}
+		if rec == nil { // it never started
+			skipped++
+			continue
+		}
 		if o, ok := r.outputs[it]; ok {
 			out[i] = o
 		}
@@ -258,7 +345,11 @@ func (r *run) mergeLoop(l *Step, iters []*Step) {
 			}
 		}
 	}
+	lrec := r.records[l]
+	lrec.SkippedIterations = skipped
+	slices.SortFunc(lrec.Children, func(a, b *StepRecord) int { return *a.Iteration - *b.Iteration })
 	r.mu.Unlock()
+	r.info.grow(-skipped * leafCount(l.Do))
 	if status == StatusFailed {
 		if fail == nil {
 			fail = &Error{StepID: l.ID, Code: CodeToolError, Message: "an iteration failed"}

@@ -145,14 +145,23 @@ func clientFailure(v any) (string, bool) {
 	return msg, ok
 }
 
-// ask runs ask_user through elicitation.
+// ask runs ask_user through elicitation, within the step's timeout: a
+// user who does not answer fails the step with timeout, and the run's
+// slot and the caller's share of the server are not held any longer.
 func (r *run) ask(ctx context.Context, s *Step, args map[string]any) {
 	msg, _ := args["message"].(string)
 	schema, _ := args["schema"].(map[string]any)
-	action, content, err := r.ps.elicit(ctx, msg, schema)
+	timeout := r.stepTimeout(s)
+	actx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	action, content, err := r.ps.elicit(actx, msg, schema)
 	if err != nil {
 		if ctx.Err() != nil {
 			r.end(s, ctxStatus(ctx), nil, r.ctxError(ctx, err))
+			return
+		}
+		if actx.Err() != nil {
+			r.end(s, StatusFailed, nil, &Error{Code: CodeTimeout, Message: fmt.Sprintf("the user did not answer within %s; raise the step's timeout_ms (at most limits.step_timeout)", timeout)})
 			return
 		}
 		r.end(s, StatusFailed, nil, &Error{Code: CodeToolError, Message: "asking the user: " + err.Error()})
@@ -224,7 +233,7 @@ func (r *run) abandon(s *Step) {
 // pause ends this part of a paused run: the run is kept until a resume or
 // until it expires, and its answer lists the pending calls.
 func (r *run) pause() *Envelope {
-	defer r.bytes.releaseAll()
+	defer r.bytes.releaseAll(r.answer)
 	r.endStream()
 	r.mu.Lock()
 	pending := slices.Clone(r.ps.pending)

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sync/semaphore"
 
+	"github.com/orchestra-mcp/orchestra/budget"
 	"github.com/orchestra-mcp/orchestra/fsm"
 	"github.com/orchestra-mcp/orchestra/toolcontext"
 )
@@ -56,11 +57,15 @@ type run struct {
 	errors   []*Error
 	internal []error // the engine's own failures; see RunFinishedInfo.Err
 
-	bytes runBytes // what the run's outputs and arguments hold
+	// budget is the run's node of its request's budget tree: its tool
+	// calls, bytes and deadline draw from it, and so from every node
+	// above it; the tools it may call are the path's.
+	budget *budget.Budget
+	bytes  runBytes // what the run's outputs, arguments and records hold
+	answer *answer  // set when a handler answers with this run's envelope
 
-	toolCalls  atomic.Int64 // against limits.max_tool_calls
-	limitHit   atomic.Bool  // a limit stopped the run (loop.go)
-	limitFired bool         // limit_exceeded was fired; the scheduler's alone
+	limitHit   atomic.Bool // a limit stopped the run (loop.go)
+	limitFired bool        // limit_exceeded was fired; the scheduler's alone
 
 	ps pauseState // client tools, pauses and resumes (pause.go, resume.go)
 
@@ -108,8 +113,17 @@ func (r *run) stopFor(ctx context.Context) {
 		r.fire(fsm.EventCancelled)
 		return
 	}
-	r.addError(&Error{Code: CodeTimeout, Message: fmt.Sprintf("the plan did not finish within its timeout of %s; raise timeout_ms or make the plan shorter", r.lim.PlanTimeout)})
+	r.addError(&Error{Code: CodeTimeout, Message: r.timeoutMessage()})
 	r.fire(fsm.EventTimeout)
+}
+
+// timeoutMessage says which deadline stopped the run: its own timeout, or
+// its request's, which planning and the runs before it had spent.
+func (r *run) timeoutMessage() string {
+	if dl, ok := r.budget.Deadline(); ok && dl.Before(r.started.Add(r.lim.PlanTimeout)) {
+		return "the plan did not finish before the deadline of the request it runs for (its timeout_ms or limits.plan_timeout, which planning and the work before it had spent in part); raise timeout_ms or make the plan shorter"
+	}
+	return fmt.Sprintf("the plan did not finish within its timeout of %s; raise timeout_ms or make the plan shorter", r.lim.PlanTimeout)
 }
 
 // begin tells the hooks that the run started.
@@ -202,10 +216,14 @@ func (r *run) run(ctx context.Context, planner PlanFunc) (env *Envelope) {
 		return r.finish()
 	}
 
-	pctx, cancel := context.WithTimeout(ctx, r.lim.PlanTimeout)
+	// The plan's deadline is its node's: its own timeout from its start,
+	// or what is left of its request's, whichever comes first.
+	deadline, _ := r.budget.Deadline()
+	pctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	pctx = toolcontext.WithDepth(pctx, r.depth+1)
 	pctx = toolcontext.WithExecID(pctx, r.execID)
+	pctx = toolcontext.WithBudget(pctx, r.budget)
 	if !r.ps.resumed {
 		r.e.pauses.Keep(r.fireCtx, r.execID, r.checkpointRequest())
 	}
@@ -230,7 +248,10 @@ func (r *run) validate() bool {
 }
 
 func plannerCode(ctx context.Context, err error) string {
+	var ex *budget.Exceeded
 	switch {
+	case errors.As(err, &ex):
+		return CodeLimitExceeded
 	case errors.Is(err, context.DeadlineExceeded):
 		return CodeTimeout
 	case errors.Is(err, context.Canceled) || ctx.Err() != nil:
@@ -285,7 +306,7 @@ func (r *run) oversized() bool {
 // finish builds the envelope, tells the hooks, and releases the state
 // machine: nothing is fired after it.
 func (r *run) finish() *Envelope {
-	defer r.bytes.releaseAll()
+	defer r.bytes.releaseAll(r.answer)
 	r.endStream()
 	s := r.snapshot()
 	r.finals(s)

@@ -43,6 +43,8 @@ func (l Limits) Lower(o Limits) Limits {
 	low(&l.MaxRunBytes, o.MaxRunBytes)
 	low(&l.MaxIterations, o.MaxIterations)
 	low(&l.MaxToolCalls, o.MaxToolCalls)
+	low(&l.MaxModelCalls, o.MaxModelCalls)
+	low(&l.MaxAgentRuns, o.MaxAgentRuns)
 	if o.StepTimeout > 0 && o.StepTimeout < l.StepTimeout {
 		l.StepTimeout = o.StepTimeout
 	}

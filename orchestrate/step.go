@@ -14,10 +14,6 @@ import (
 
 // runLeaf runs one tool step with its retries.
 func (r *run) runLeaf(ctx context.Context, s *Step) {
-	if fail := r.countCall(); fail != nil {
-		r.end(s, StatusFailed, nil, fail)
-		return
-	}
 	args, terr := r.resolveArgs(s)
 	if terr != nil {
 		r.end(s, StatusFailed, nil, terr)
@@ -26,6 +22,14 @@ func (r *run) runLeaf(ctx context.Context, s *Step) {
 	r.mu.Lock()
 	r.records[s].Arguments = args
 	r.mu.Unlock()
+	// A call started while the plan was written was counted as it
+	// started; any other is counted now.
+	if !r.stream.startedEarly(s, args) {
+		if fail := r.countCall(); fail != nil {
+			r.end(s, StatusFailed, nil, fail)
+			return
+		}
+	}
 	tool, ok := r.ps.tools.Lookup(s.Tool)
 	if !ok {
 		r.end(s, StatusFailed, nil, &Error{Code: CodeServerUnavailable, Message: fmt.Sprintf("tool %q is no longer available (its server may have stopped); retry later", s.Tool)})
@@ -51,10 +55,7 @@ func (r *run) runLeaf(ctx context.Context, s *Step) {
 // early, when set, is the call of s started while the plan was being
 // written (stream.go): its result is the first attempt's.
 func (r *run) call(ctx context.Context, s *Step, tool registry.Tool, args map[string]any, early *earlyCall) {
-	timeout := r.lim.StepTimeout
-	if s.TimeoutMS > 0 {
-		timeout = min(timeout, time.Duration(s.TimeoutMS)*time.Millisecond)
-	}
+	timeout := r.stepTimeout(s)
 	attempts := 1
 	var backoff, maxBackoff time.Duration
 	if s.Retry != nil {
@@ -160,6 +161,17 @@ func (r *run) call(ctx context.Context, s *Step, tool registry.Tool, args map[st
 			backoff = min(backoff*2, maxBackoff)
 		}
 	}
+}
+
+// stepTimeout is how long one attempt of step s may take: its timeout_ms,
+// at most limits.step_timeout. Every wait of the step is under it: the
+// tool's answer, the user's (ask_user through elicitation).
+func (r *run) stepTimeout(s *Step) time.Duration {
+	timeout := r.lim.StepTimeout
+	if s.TimeoutMS > 0 {
+		timeout = min(timeout, time.Duration(s.TimeoutMS)*time.Millisecond)
+	}
+	return timeout
 }
 
 func ctxStatus(ctx context.Context) string {

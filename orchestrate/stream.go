@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/orchestra-mcp/orchestra/budget"
 	"github.com/orchestra-mcp/orchestra/registry"
 	"github.com/orchestra-mcp/orchestra/toolcontext"
 )
@@ -71,7 +72,6 @@ type Stream struct {
 	calls   map[string]*earlyCall // this attempt's, by step path
 	started map[int]bool          // top-level steps of this attempt started early
 	never   map[int]bool          // top-level steps of this attempt that will not start early
-	count   int                   // the calls started early, every attempt's
 	stopped bool                  // the plan so far is invalid: nothing more starts
 	final   bool                  // the plan is the run's: calls are taken, none start
 	old     []*earlyCall          // calls of rejected attempts
@@ -203,14 +203,14 @@ func (s *Stream) startReady() {
 			}
 			args[k] = a
 		}
-		if s.never[i] || s.count+len(leaves) > s.r.lim.MaxToolCalls {
-			// The early calls of every attempt stay within the run's
-			// limit of tool calls.
+		if s.never[i] || s.r.budget.Spend(budget.ToolCalls, int64(len(leaves))) != nil {
+			// An early call is one of the request's tool calls, whether
+			// a step takes it or not: the early calls of every attempt
+			// and the run's own stay within its budget together.
 			s.never[i] = true
 			continue
 		}
 		s.started[i] = true
-		s.count += len(leaves)
 		for k, leaf := range leaves {
 			s.start(leaf, tools[k], args[k])
 		}
@@ -344,6 +344,28 @@ func (s *Stream) take(st *Step, args map[string]any) *earlyCall {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	c := s.match(st, args)
+	if c != nil {
+		c.taken = true
+	}
+	return c
+}
+
+// startedEarly reports whether step st was called with args while the
+// plan was written, and no step took the call yet: the call was counted
+// as it started.
+func (s *Stream) startedEarly(st *Step, args map[string]any) bool {
+	if s == nil || st.iter != nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.match(st, args) != nil
+}
+
+// match returns the early call of step st if it was called with args and
+// no step took it; s.mu is held.
+func (s *Stream) match(st *Step, args map[string]any) *earlyCall {
 	c := s.calls[st.path]
 	if !s.final || c == nil || c.taken || c.tool != st.Tool || c.stepID != st.ID {
 		return nil
@@ -352,7 +374,6 @@ func (s *Stream) take(st *Step, args map[string]any) *earlyCall {
 	if err != nil || string(data) != string(c.args) {
 		return nil
 	}
-	c.taken = true
 	return c
 }
 

@@ -157,6 +157,13 @@ func (e *Engine) Handler(opts HandlerOptions) mcp.ToolHandler {
 		if len(issues) > 0 {
 			return Result(e.Reject(ctx, issues)), nil
 		}
+		// The request's budget tree: its root, unless it runs for work
+		// that has one (an agent's nested plan draws from the agent's).
+		// The run it answers with keeps its bytes counted until the
+		// response is encoded.
+		ctx = e.Budgeted(ctx, r)
+		ctx, ans := withAnswer(ctx)
+		defer ans.release()
 		if r.Resume != nil {
 			return Result(e.Resume(ctx, r)), nil // whatever a planner is
 		}

@@ -35,24 +35,42 @@ func truthy(v any) bool {
 // false. A condition whose value is missing (the step it reads produced no
 // output, the field is absent) is false.
 func (r *run) admit(s *Step) *Error {
+	skipped, off, v := r.condition(s)
+	switch {
+	case skipped != nil:
+		return &Error{StepID: s.ID, Code: CodeConditionFalse, Message: fmt.Sprintf("not run: step %s, whose output it needs, was skipped because a condition was false", skipped.ID)}
+	case off:
+		return &Error{StepID: s.ID, Code: CodeConditionFalse, Message: fmt.Sprintf("not run: when %s is %s", s.When, compactJSON(v))}
+	}
+	return nil
+}
+
+// runs is admit without the reason: a loop's iteration that does not run
+// has no record to hold one.
+func (r *run) runs(s *Step) bool {
+	skipped, off, _ := r.condition(s)
+	return skipped == nil && !off
+}
+
+// condition returns the step s refers to that a condition skipped, if
+// any, else whether its own condition is false, with the condition's
+// value.
+func (r *run) condition(s *Step) (skipped *Step, off bool, v any) {
 	if t := r.skippedRef(s); t != nil {
-		return &Error{StepID: s.ID, Code: CodeConditionFalse, Message: fmt.Sprintf("not run: step %s, whose output it needs, was skipped because a condition was false", t.ID)}
+		return t, false, nil
 	}
 	if s.When == "" {
-		return nil
+		return nil, false, nil
 	}
 	t, err := r.tmpl.lookup(s.When)
 	if err != nil || t.Kind != Whole {
-		return nil // refused at plan time
+		return nil, false, nil // refused at plan time
 	}
-	v, err := r.resolveRefIn(s, t.Ref)
+	v, err = r.resolveRefIn(s, t.Ref)
 	if err != nil {
 		v = nil
 	}
-	if truthy(v) {
-		return nil
-	}
-	return &Error{StepID: s.ID, Code: CodeConditionFalse, Message: fmt.Sprintf("not run: when %s is %s", s.When, compactJSON(v))}
+	return nil, !truthy(v), v
 }
 
 // compactJSON renders a small falsy value the way JSON writes it.

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
+	"github.com/orchestra-mcp/orchestra/budget"
 	"github.com/orchestra-mcp/orchestra/internal/textcut"
 	"github.com/orchestra-mcp/orchestra/llm"
 	"github.com/orchestra-mcp/orchestra/orchestrate"
@@ -141,6 +143,23 @@ func (p *Planner) Tool() *Tool {
 	return t
 }
 
+// narrowedTo returns p, or, when the budget ctx carries allows fewer tools
+// than p's planning tool offers (the request runs for an agent whose
+// tools are few), a planner offering only what it allows: a nested
+// plan can call only what its caller could, and the model is not offered
+// the rest.
+func (p *Planner) narrowedTo(ctx context.Context) *Planner {
+	b, _ := toolcontext.BudgetFrom(ctx)
+	if !b.Narrowed() || !slices.ContainsFunc(p.Tool().Tools, func(n string) bool { return !b.Allows(n) }) {
+		return p
+	}
+	q := *p
+	forbidden := p.opts.Forbidden
+	q.opts.Forbidden = func(n string) bool { return !b.Allows(n) || (forbidden != nil && forbidden(n)) }
+	q.cache = &toolCache{}
+	return &q
+}
+
 // Result is what planning produced.
 type Result struct {
 	// Plan is the validated plan; after a failure, the last plan the
@@ -180,10 +199,11 @@ func (p *Planner) Plan(ctx context.Context, req *orchestrate.Request) (*Result, 
 		return res, ErrRecursion
 	}
 	ctx = toolcontext.WithPlannerDisabled(ctx)
-	ctx, cancel := context.WithTimeout(ctx, p.planTimeout(req))
+	ctx, cancel := context.WithTimeout(ctx, p.planTimeout(ctx, req))
 	defer cancel()
 
-	tool := p.withClientTools(req, p.toolFor(req.Prompt))
+	offer := p.narrowedTo(ctx)
+	tool := offer.withClientTools(req, offer.toolFor(req.Prompt))
 	def := tool.Def()
 	msgs := []llm.Message{{Role: llm.RoleUser, Content: p.planningMessage(ctx, tool, req)}}
 	var rejected *orchestrate.Plan // the last plan the model had to repair
@@ -242,9 +262,25 @@ func (p *Planner) Plan(ctx context.Context, req *orchestrate.Request) (*Result, 
 
 // generate makes one model call and records it.
 func (p *Planner) generate(ctx context.Context, info *orchestrate.PlannerInfo, req *llm.Request) (*llm.Response, error) {
+	if err := spendModelCall(ctx); err != nil {
+		return nil, err
+	}
+	return p.call(ctx, info, req)
+}
+
+// call makes one model call that was drawn from the budget already.
+func (p *Planner) call(ctx context.Context, info *orchestrate.PlannerInfo, req *llm.Request) (*llm.Response, error) {
 	info.ModelCalls++
 	resp, err := p.opts.Model.Generate(ctx, req)
 	return account(info, resp, err)
+}
+
+// spendModelCall draws one model call from the budget of the request ctx
+// runs for: planning, RESPOND, reflection and the reactive fallback's
+// turns count against it like an agent's.
+func spendModelCall(ctx context.Context) error {
+	b, _ := toolcontext.BudgetFrom(ctx)
+	return b.Spend(budget.ModelCalls, 1)
 }
 
 // account records in info the outcome of one model call counted in
@@ -298,12 +334,13 @@ func (p *Planner) decode(tool *Tool, call *llm.ToolCall, text string) (*orchestr
 }
 
 // planTimeout is the plan's deadline for req.
-func (p *Planner) planTimeout(req *orchestrate.Request) time.Duration {
+func (p *Planner) planTimeout(ctx context.Context, req *orchestrate.Request) time.Duration {
 	d := p.opts.Engine.Limits().PlanTimeout
 	if req.TimeoutMS > 0 {
 		d = min(d, time.Duration(req.TimeoutMS)*time.Millisecond)
 	}
-	return d
+	b, _ := toolcontext.BudgetFrom(ctx)
+	return b.Within(d) // what is left of the request's time
 }
 
 // timeoutError makes a model call that ran out of time match

@@ -32,10 +32,10 @@ func (p *Planner) reactive(ctx context.Context, req *orchestrate.Request, res *R
 	}
 	info.Fallback = FallbackReactive
 	ctx = toolcontext.WithPlannerDisabled(ctx)
-	ctx, cancel := context.WithTimeout(ctx, p.planTimeout(req))
+	ctx, cancel := context.WithTimeout(ctx, p.planTimeout(ctx, req))
 	defer cancel()
 
-	tool := p.Tool()
+	tool := p.narrowedTo(ctx).Tool()
 	defs := make([]llm.ToolDef, 0, len(tool.Tools))
 	for _, name := range tool.Tools {
 		defs = append(defs, llm.ToolDef{Name: name, Description: tool.descs[name], Parameters: tool.inputs[name]})

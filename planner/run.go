@@ -31,6 +31,8 @@ func (p *Planner) Run(ctx context.Context, req *orchestrate.Request) (*orchestra
 
 func (p *Planner) run(ctx context.Context, req *orchestrate.Request) (*orchestrate.Envelope, *Result, error) {
 	ctx = toolcontext.EnsureRequestID(ctx)
+	// Planning, the run and the reactive fallback draw from one budget.
+	ctx = p.opts.Engine.Budgeted(ctx, req)
 	var (
 		res  *Result
 		perr error
@@ -74,6 +76,7 @@ func (p *Planner) run(ctx context.Context, req *orchestrate.Request) (*orchestra
 // or the reactive fallback, which answer themselves). The answer is the
 // envelope's artifact.response; artifact.planner counts every model call.
 func (p *Planner) Ask(ctx context.Context, req *orchestrate.Request) (*orchestrate.Envelope, error) {
+	ctx = p.opts.Engine.Budgeted(ctx, req) // RESPOND's model call counts too
 	env, res, err := p.run(ctx, req)
 	if err != nil {
 		return nil, err

@@ -51,6 +51,9 @@ func (p *Planner) generatePlan(ctx context.Context, info *orchestrate.PlannerInf
 		}
 		st.Offer(plan, pol)
 	}
+	if err := spendModelCall(ctx); err != nil {
+		return nil, err
+	}
 	info.ModelCalls++
 	resp, err := sm.GenerateStream(ctx, req, onDelta)
 	if err != nil && (errors.Is(err, llm.ErrBadRequest) || errors.Is(err, llm.ErrBadResponse)) && len(sc.buf) == 0 {
@@ -59,7 +62,7 @@ func (p *Planner) generatePlan(ctx context.Context, info *orchestrate.PlannerInf
 		p.log.DebugContext(ctx, "streaming request refused; asking without streaming", "error", err)
 		st.Reject("the model's stream failed")
 		info.ModelCalls--
-		return p.generate(ctx, info, req)
+		return p.call(ctx, info, req) // the same call, drawn from the budget once
 	}
 	if err != nil {
 		st.Reject("the model's answer failed")

@@ -362,7 +362,8 @@ func TestAgentsDepth(t *testing.T) {
 		return fakeopenai.Call("agent_orchestrate", `{"plan": {"steps": [{"id": "again", "agent": "boss", "prompt": "inner"}]}}`)
 	})
 	_, cs := agentsApp(t, fake.URL(), t.TempDir(), map[string]agents.Config{
-		"boss": {Description: "Delegates.", Instructions: "You are boss.", Tools: []string{"agent_orchestrate"}},
+		// Its nested plan may call only what boss may: itself, here.
+		"boss": {Description: "Delegates.", Instructions: "You are boss.", Tools: []string{"agent_orchestrate", "agent__boss"}},
 	}, func(c *config.Config) { c.Limits.MaxDepth = 2 })
 	_, env := runPlan(t, cs, plan(map[string]any{"id": "b", "agent": "boss", "prompt": "outer"}))
 	if st := env.Artifact.Steps[0]; env.Artifact.Status != orchestrate.StatusPartial || st.Error == nil || st.Error.Code != orchestrate.CodeDepthExceeded {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
 	"net/http"
 	"strconv"
 
@@ -30,13 +29,6 @@ func (a *App) orchestrateHandler() mcp.ToolHandler {
 		ctx, tenant, inTenant := a.withTenant(ctx, req, &ro)
 		ids, _ := toolcontext.IDsFrom(ctx)
 		ro.Logger = a.log.With("request_id", ids.RequestID, "user_id", ids.UserID, "tenant", ids.Tenant)
-		if limit := tenant.Limits.MaxConcurrentPlans; inTenant && limit > 0 {
-			if !a.tenantRunning.tryAdd(ids.Tenant, limit) {
-				return orchestrate.Result(a.Engine.Reject(ctx, []*orchestrate.Issue{{Code: orchestrate.CodeBusy,
-					Message: fmt.Sprintf("your tenant is running %d plans, its limit (tenants.%s.limits.max_concurrent_plans): retry in a moment", limit, ids.Tenant)}})), nil
-			}
-			defer a.tenantRunning.done(ids.Tenant)
-		}
 		if p := newProgress(ctx, req); p != nil {
 			ro.Hooks = p.hooks()
 		}

@@ -207,11 +207,13 @@ func TestHTTPSessionIdleTimeout(t *testing.T) {
 	}
 }
 
-// TestBusy: beyond limits.max_concurrent_plans a call fails at once with
-// busy instead of queueing, and runs once a slot is free.
+// TestBusy: beyond limits.max_concurrent_plans a call waits for a slot
+// for limits.queue_timeout, then fails with busy naming the limit; a call
+// runs once a slot is free.
 func TestBusy(t *testing.T) {
 	cfg := config.Default()
 	cfg.Limits.MaxConcurrentPlans = 1
+	cfg.Limits.QueueTimeout = time.Millisecond
 	p := &probe{block: make(chan struct{}), started: make(chan struct{}, 1)}
 	app := newApp(t, cfg, p.tool(t, "probe"))
 	cs := connectInMemory(t, app, v20251125)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/orchestra-mcp/orchestra/agents"
 	"github.com/orchestra-mcp/orchestra/config"
+	"github.com/orchestra-mcp/orchestra/internal/fairshare"
 	"github.com/orchestra-mcp/orchestra/internal/suggest"
 	"github.com/orchestra-mcp/orchestra/internal/version"
 	"github.com/orchestra-mcp/orchestra/orchestrate"
@@ -68,14 +69,14 @@ type App struct {
 	drain   context.Context // cancelled to cancel every running plan
 	cancel  context.CancelFunc
 	plans   inflight
+	slots   *fairshare.Pool // limits.max_concurrent_plans, shared fairly by owner and tenant
 	mu      sync.Mutex
 	exposed map[string]bool // tool names listed to clients next to agent_orchestrate
 	closers []func() error
 	planner *plannerSetup
 	// tenantPlanners are the planners of the tenants' prompts, by tenant.
 	tenantPlanners map[string]*tenantPlanner
-	tenantRunning  tenantPlans // each tenant's running plans
-	tokens         *tokenSet   // nil without HTTP authentication
+	tokens         *tokenSet // nil without HTTP authentication
 	store          *store.Store
 	tel            *telemetry.Telemetry
 	secrets        []string // never logged to clients
@@ -111,6 +112,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		return nil, err
 	}
 	a := &App{Config: cfg, Catalog: cat, log: log, exposed: map[string]bool{}}
+	a.slots = fairshare.New(fairshare.Options{Slots: cfg.Limits.MaxConcurrentPlans, OwnerShare: cfg.Limits.PlansPerOwner, TenantShare: cfg.Limits.PlansPerTenant})
 	tokens, err := loadTokens(cfg.Server.Auth, os.LookupEnv)
 	if err != nil {
 		return nil, err
@@ -265,21 +267,45 @@ func (a *App) sync() {
 }
 
 // track counts running plans and runs them in their call's context
-// (callContext: cancelled when the app drains or the HTTP client goes). A
-// call beyond limits.max_concurrent_plans fails at once with the code busy.
+// (callContext: cancelled when the app drains or the HTTP client goes).
+// Each takes one of limits.max_concurrent_plans slots, shared fairly
+// (package fairshare): a caller and a tenant hold their share, more only
+// while others' stay free; a call that may not take one waits up to
+// limits.queue_timeout, served before the calls of callers that hold
+// more, then fails with the code busy.
 func (a *App) track(h mcp.ToolHandler) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		if limit := a.Config.Limits.MaxConcurrentPlans; !a.plans.tryAdd(limit) {
-			return orchestrate.ResultFor(a.Engine.Reject(ctx, []*orchestrate.Issue{{Code: orchestrate.CodeBusy, Message: fmt.Sprintf("the server is running %d plans, its limit (limits.max_concurrent_plans): retry in a moment, or raise the limit in the configuration file", limit)}}), req.ProtocolVersion()), nil
+		qctx, cancel := context.WithTimeout(ctx, a.Config.Limits.QueueTimeout)
+		release, err := a.slots.Acquire(qctx, a.slotClaim(req))
+		cancel()
+		if err != nil {
+			return orchestrate.ResultFor(a.Engine.Reject(ctx, []*orchestrate.Issue{{Code: orchestrate.CodeBusy, Message: err.Error() + ": retry in a moment, or raise the limit in the configuration file"}}), req.ProtocolVersion()), nil
 		}
+		defer release()
+		a.plans.add()
 		defer a.plans.done()
 		if issue := a.Engine.Admit(); issue != nil {
 			return orchestrate.ResultFor(a.Engine.Reject(ctx, []*orchestrate.Issue{issue}), req.ProtocolVersion()), nil
 		}
-		ctx, cancel := a.callContext(ctx, req)
-		defer cancel()
+		ctx, stop := a.callContext(ctx, req)
+		defer stop()
 		return h(ctx, req)
 	}
+}
+
+// slotClaim is who asks for a plan's slot: the caller's user id, else its
+// session; its tenant and the tenant's own cap.
+func (a *App) slotClaim(req *mcp.CallToolRequest) fairshare.Claim {
+	var c fairshare.Claim
+	if req.Extra != nil && req.Extra.TokenInfo != nil && req.Extra.TokenInfo.UserID != "" {
+		c.Owner = "user:" + req.Extra.TokenInfo.UserID
+		if name, t, ok := a.tenant(req.Extra.TokenInfo); ok {
+			c.Tenant, c.TenantMax = name, t.Limits.MaxConcurrentPlans
+		}
+	} else if req.Session != nil {
+		c.Owner = "session:" + req.Session.ID()
+	}
+	return c
 }
 
 // InFlight returns how many plans are running.
@@ -299,20 +325,6 @@ func (f *inflight) add() {
 		f.zero = make(chan struct{})
 	}
 	f.n++
-}
-
-// tryAdd adds one unless limit (when positive) is reached.
-func (f *inflight) tryAdd(limit int) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if limit > 0 && f.n >= limit {
-		return false
-	}
-	if f.n == 0 {
-		f.zero = make(chan struct{})
-	}
-	f.n++
-	return true
 }
 
 func (f *inflight) done() {
@@ -396,6 +408,11 @@ func (a *App) passthrough(t registry.Tool) mcp.ToolHandler {
 		}
 		ctx = toolcontext.WithDepth(ctx, toolcontext.Depth(ctx)+1)
 		ctx = withAgentCaller(ctx, req) // an exposed agent may sample the caller's model
+		// An exposed agent's runs draw from one budget, its caller's
+		// tenant's when it has one.
+		var ro orchestrate.RunOptions
+		ctx, _, _ = a.withTenant(ctx, req, &ro)
+		ctx = a.Engine.With(ro).Budgeted(ctx, nil)
 		args, err := decodeArgs(req.Params.Arguments)
 		if err != nil {
 			res := &mcp.CallToolResult{}

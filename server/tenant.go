@@ -7,7 +7,6 @@ import (
 	"path"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -251,31 +250,4 @@ func (a *App) callerTools(extra *mcp.RequestExtra) func(string) bool {
 		return nil
 	}
 	return func(name string) bool { return allowTool(t, name) }
-}
-
-// tenantPlans counts the running plans of each tenant, for its
-// limits.max_concurrent_plans.
-type tenantPlans struct {
-	mu sync.Mutex
-	n  map[string]int
-}
-
-// tryAdd counts one more plan of tenant unless it runs limit already.
-func (tp *tenantPlans) tryAdd(tenant string, limit int) bool {
-	tp.mu.Lock()
-	defer tp.mu.Unlock()
-	if tp.n == nil {
-		tp.n = map[string]int{}
-	}
-	if tp.n[tenant] >= limit {
-		return false
-	}
-	tp.n[tenant]++
-	return true
-}
-
-func (tp *tenantPlans) done(tenant string) {
-	tp.mu.Lock()
-	defer tp.mu.Unlock()
-	tp.n[tenant]--
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -198,6 +199,7 @@ func TestTenantConcurrentPlans(t *testing.T) {
 	a := cfg.Tenants["a"]
 	a.Limits.MaxConcurrentPlans = 1
 	cfg.Tenants["a"] = a
+	cfg.Limits.QueueTimeout = time.Millisecond // busy after a moment's wait
 	app := newApp(t, cfg, pa.tool(t, "a_probe"), pb.tool(t, "b_probe"))
 	srv := httptest.NewServer(app.HTTPHandler(server.HTTPOptions{}))
 	t.Cleanup(srv.Close)

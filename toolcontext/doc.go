@@ -1,6 +1,7 @@
 // Package toolcontext carries request-scoped values through a context: the
-// orchestration depth, whether planner tools are disabled, and the ids that
-// tie logs, traces and records to one request.
+// orchestration depth, whether planner tools are disabled, the ids that
+// tie logs, traces and records to one request, and the node of the
+// request's budget tree (package budget) that work draws from.
 //
 // It carries values, never services. Each value has a WithX / XFrom pair:
 //

@@ -6,6 +6,8 @@ import (
 	"math"
 
 	"github.com/google/uuid"
+
+	"github.com/orchestra-mcp/orchestra/budget"
 )
 
 type (
@@ -157,4 +159,21 @@ func WithExecID(ctx context.Context, execID string) context.Context {
 func ExecID(ctx context.Context) (string, bool) {
 	id, ok := ctx.Value(execIDKey{}).(string)
 	return id, ok && id != ""
+}
+
+type budgetKey struct{}
+
+// WithBudget returns a context carrying b, the node of the request's
+// budget tree that the work done under it draws from (package budget).
+// Like a deadline, it is a value of the request: every tool call, model
+// call and nested run takes the context, so each draws from the node of
+// the work that started it.
+func WithBudget(ctx context.Context, b *budget.Budget) context.Context {
+	return context.WithValue(ctx, budgetKey{}, b)
+}
+
+// BudgetFrom returns the budget node carried by ctx, if any.
+func BudgetFrom(ctx context.Context) (*budget.Budget, bool) {
+	b, ok := ctx.Value(budgetKey{}).(*budget.Budget)
+	return b, ok && b != nil
 }

@@ -5,7 +5,9 @@
 // The planner's reactive fallback and every agent run it. The loop knows
 // nothing about how a call is run: the caller's Call function does that
 // (through the engine, under its limits), and tells the model what came
-// of it.
+// of it. The loop runs under the budget its context carries (package
+// budget): when the request has no tool call left, the next turn asks for
+// the answer without tools.
 //
 //	res := (&toolloop.Loop{
 //		Generate: model.Generate,

@@ -7,7 +7,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/orchestra-mcp/orchestra/budget"
 	"github.com/orchestra-mcp/orchestra/llm"
+	"github.com/orchestra-mcp/orchestra/toolcontext"
 )
 
 // Error codes of a loop that did not reach an answer.
@@ -19,6 +21,9 @@ const (
 	// CodeMaxToolSteps: the model still called tools when its turns were
 	// spent, and gave no answer.
 	CodeMaxToolSteps = "max_tool_steps"
+	// CodeLimitExceeded: the request's budget (package budget) had no
+	// model call left for the next turn.
+	CodeLimitExceeded = "limit_exceeded"
 )
 
 // FinalPrompt is what the model is told on its last turn, when it has
@@ -28,7 +33,9 @@ const FinalPrompt = "No more tool calls are allowed: answer now from the results
 // Loop is one bounded tool loop. Its zero fields take the defaults; Generate
 // and Call are required when tools are offered.
 type Loop struct {
-	// Generate makes one model call.
+	// Generate makes one model call. It draws the call from the budget
+	// its context carries (toolcontext.BudgetFrom); a *budget.Exceeded
+	// it returns ends the loop with CodeLimitExceeded.
 	Generate func(ctx context.Context, req *llm.Request) (*llm.Response, error)
 	// System is the system prompt of every call.
 	System string
@@ -76,9 +83,13 @@ type Result struct {
 // Run runs the loop from msgs, the conversation so far.
 func (l *Loop) Run(ctx context.Context, msgs []llm.Message) *Result {
 	res := &Result{Messages: slices.Clone(msgs)}
+	b, _ := toolcontext.BudgetFrom(ctx)
 	for turn := 0; turn <= l.MaxTurns; turn++ {
 		r := &llm.Request{System: l.System, Messages: res.Messages, Tools: l.Tools, ToolChoice: llm.ToolChoiceAuto}
-		last := turn == l.MaxTurns || (l.MaxCalls > 0 && res.Calls >= l.MaxCalls) || len(l.Tools) == 0
+		// The last turn asks for the answer without tools: the turns or
+		// the calls are spent, or the request's budget has no tool call
+		// left (the calls would all be refused).
+		last := turn == l.MaxTurns || (l.MaxCalls > 0 && res.Calls >= l.MaxCalls) || len(l.Tools) == 0 || b.Left(budget.ToolCalls) == 0
 		if last {
 			r.ToolChoice = llm.ToolChoiceNone
 			if len(l.Tools) == 0 {
@@ -95,7 +106,11 @@ func (l *Loop) Run(ctx context.Context, msgs []llm.Message) *Result {
 		}
 		if err != nil {
 			code := CodeModelError
-			if errors.Is(err, llm.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) || ctx.Err() == context.DeadlineExceeded {
+			var ex *budget.Exceeded
+			switch {
+			case errors.As(err, &ex):
+				code = CodeLimitExceeded
+			case errors.Is(err, llm.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) || ctx.Err() == context.DeadlineExceeded:
 				code = CodeTimeout
 			}
 			res.Err = &Error{Code: code, Message: err.Error(), Err: err}

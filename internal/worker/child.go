@@ -150,7 +150,6 @@ func (d *watchdog) run() {
 	t.Stop()
 	for budget := range d.jobs {
 		start := cpuTime()
-		_, cycles, _ := heapState()
 		wait := min(budget/2, longJob)
 		long := false
 		for stopped := false; !stopped; {
@@ -162,7 +161,7 @@ func (d *watchdog) run() {
 			case <-t.C:
 				used := cpuTime() - start
 				if used >= budget {
-					if live, ok := d.liveOverHalf(cycles); ok {
+					if live, ok := d.liveOverHalf(); ok {
 						fmt.Fprintf(os.Stderr, "worker: the job used %s of CPU time with a live heap of %d bytes, more than half its memory limit\n", used.Round(time.Millisecond), live)
 						os.Exit(exitMemory)
 					}
@@ -196,31 +195,28 @@ func cpuTime() time.Duration {
 }
 
 // liveOverHalf reports whether the job's live heap is more than half the
-// memory budget, and its size. The collector measures the live heap: when
-// its last measure, taken since the job started, says so, it is; when the
-// heap's objects, live or not, fit in half the budget, it is not. In
-// between, the last measure may be older than the job's latest values,
-// and a collection measures them: it costs at most a mark of the budget,
-// for an answer that does not depend on when the collector last ran.
-func (d *watchdog) liveOverHalf(cyclesAtStart uint64) (uint64, bool) {
+// memory budget, and its size. When the heap's objects, live or not yet
+// swept, fit in half the budget, it is not. Otherwise a collection measures
+// it, whatever the collector measured last: that measure may predate the
+// job's latest values, or count values the job has let go since (it built a
+// large value, reduced it, and loops on the result without allocating
+// enough to start a collection). The collection costs at most a mark of the
+// budget, for an answer that does not depend on when the collector last ran.
+func (d *watchdog) liveOverHalf() (uint64, bool) {
 	half := uint64(d.memory) / 2
-	live, cycles, objects := heapState()
-	if cycles > cyclesAtStart && live > half {
-		return live, true
-	}
+	live, objects := heapState()
 	if objects <= half {
 		return live, false
 	}
 	runtime.GC()
-	live, _, _ = heapState()
+	live, _ = heapState()
 	return live, live > half
 }
 
-// heapState reads the live heap as the last collection measured it, how
-// many collections have completed, and the bytes of the heap's objects,
-// live or not yet swept.
-func heapState() (live, cycles, objects uint64) {
-	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/cycles/total:gc-cycles"}, {Name: "/memory/classes/heap/objects:bytes"}}
+// heapState reads the live heap as the last collection measured it, and
+// the bytes of the heap's objects, live or not yet swept.
+func heapState() (live, objects uint64) {
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/heap/objects:bytes"}}
 	metrics.Read(s)
 	v := func(i int) uint64 {
 		if s[i].Value.Kind() == metrics.KindUint64 {
@@ -228,5 +224,5 @@ func heapState() (live, cycles, objects uint64) {
 		}
 		return 0
 	}
-	return v(0), v(1), v(2)
+	return v(0), v(1)
 }

@@ -543,16 +543,23 @@ func TestHTTPServerGoneAndBack(t *testing.T) {
 
 func TestDefaultCallTimeout(t *testing.T) {
 	checkGoroutines(t)
-	env := startManager(t, map[string]ServerConfig{"fx": {Command: fixtureBin, Timeout: Duration(300 * time.Millisecond)}}, Options{})
+	// The server's timeout also bounds each attempt to start it: long
+	// enough for a loaded machine, and the test waits for the attempt that
+	// connects.
+	env := startManager(t, map[string]ServerConfig{"fx": {Command: fixtureBin, Timeout: Duration(2 * time.Second)}}, Options{})
+	eventually(t, 30*time.Second, "the server to connect", func() bool {
+		_, ok := env.cat.Lookup("fx__sleep")
+		return ok
+	})
 	_, err := env.tool(t, "fx__sleep").Invoke(t.Context(), &registry.CallRequest{Arguments: map[string]any{"ms": 30000}})
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v, want the server's timeout to apply", err)
 	}
 	// A deadline of the caller's own wins over the server's default.
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	res, err := env.tool(t, "fx__sleep").Invoke(ctx, &registry.CallRequest{Arguments: map[string]any{"ms": 500}})
-	if err != nil || res.Structured.(map[string]any)["slept_ms"] != 500.0 {
+	res, err := env.tool(t, "fx__sleep").Invoke(ctx, &registry.CallRequest{Arguments: map[string]any{"ms": 2500}})
+	if err != nil || res.Structured.(map[string]any)["slept_ms"] != 2500.0 {
 		t.Fatalf("sleep within the caller's deadline = %v, %v", res, err)
 	}
 }

@@ -15,13 +15,16 @@
 // "agent:NAME" lists the tools and calls the exposed agent tool NAME
 // directly with the ExecutionRequest shape; the SDK validates its
 // structuredContent against its outputSchema (and throws if it does not
-// match).
+// match). "request:FILE" lists the tools and runs the request (plan and
+// bindings) in FILE, such as examples/quickstart.json, returning its
+// structuredContent.
 // It prints one JSON line: {"ok": ..., "version": ..., "tools": ..., "error": ...}.
 import { Client as ClientV1 } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport as StdioV1 } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport as HTTPV1 } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { Client as ClientV2, StreamableHTTPClientTransport as HTTPV2 } from "@modelcontextprotocol/client";
 import { StdioClientTransport as StdioV2 } from "@modelcontextprotocol/client/stdio";
+import { readFileSync } from "node:fs";
 
 const [sdk, transportName, target, version, mode = "plan"] = process.argv.slice(2);
 const modern = version >= "2026-07-28";
@@ -125,6 +128,13 @@ async function main() {
     }
     if (!names.includes("agent_orchestrate")) {
       return { ok: false, version: negotiated(), error: `tools/list has no agent_orchestrate: ${names.join(", ")}` };
+    }
+    if (mode.startsWith("request:")) {
+      const request = JSON.parse(readFileSync(mode.slice("request:".length), "utf8"));
+      const res = await client.callTool({ name: "agent_orchestrate", arguments: request });
+      const status = res.structuredContent?.artifact?.status;
+      const ok = !res.isError && status === "success";
+      return { ok, version: negotiated(), structured: res.structuredContent, error: ok ? undefined : `isError ${res.isError}, status ${status}` };
     }
     const res = await client.callTool({ name: "agent_orchestrate", arguments: plan });
     const status = res.structuredContent?.artifact?.status;
