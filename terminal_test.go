@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -61,14 +62,74 @@ func runningSteps(screen *termtest.Screen) map[string]time.Duration {
 	return out
 }
 
+// terminalRun is a command running under a pseudo-terminal: its stdin
+// and stderr are the terminal, its stdout a buffer.
+type terminalRun struct {
+	cmd    *exec.Cmd
+	screen *termtest.Screen
+	raw    bytes.Buffer // what it wrote to the terminal; read once copied is closed
+	stdout bytes.Buffer
+	copied chan struct{} // closed when the terminal closed
+	exited chan struct{} // closed when the command exited, with err set
+	err    error
+}
+
+// startOnTerminal starts orchestra with args, in env, on a terminal of 40
+// rows of 120 columns; it skips the test where no pseudo-terminal opens.
+func startOnTerminal(t *testing.T, env []string, args ...string) *terminalRun {
+	t.Helper()
+	r := &terminalRun{cmd: exec.Command(orchestraBin, args...), screen: &termtest.Screen{},
+		copied: make(chan struct{}), exited: make(chan struct{})}
+	r.cmd.Env = env
+	r.cmd.Stdout = &r.stdout
+	ptmx, err := pty.StartWithSize(r.cmd, &pty.Winsize{Rows: 40, Cols: 120})
+	if err != nil {
+		t.Skipf("no pseudo-terminal here: %v", err)
+	}
+	t.Cleanup(func() {
+		r.cmd.Process.Kill()
+		<-r.exited
+		ptmx.Close()
+	})
+	go func() {
+		defer close(r.copied)
+		io.Copy(io.MultiWriter(r.screen, &r.raw), ptmx) // until the command exits and the terminal closes
+	}()
+	go func() {
+		defer close(r.exited)
+		r.err = r.cmd.Wait()
+	}()
+	return r
+}
+
+// wait waits for the command to exit and its terminal to be read to the
+// end; the deadline only bounds a hang.
+func (r *terminalRun) wait(t *testing.T) {
+	t.Helper()
+	select {
+	case <-r.exited:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("orchestra %s did not end\nscreen:\n%s", strings.Join(r.cmd.Args[1:], " "), r.screen)
+	}
+	if r.err != nil {
+		t.Fatalf("orchestra %s: %v\nscreen:\n%s", strings.Join(r.cmd.Args[1:], " "), r.err, r.screen)
+	}
+	<-r.copied
+}
+
+// gatedRE finds a gated step's row once the fixture's progress report
+// reached it: its bar and the report.
+var gatedRE = regexp.MustCompile(`\s(left|right)\s+fx__gate\s+running\s+\S+\s+\[[^\]]+\]\s+1/2 waiting for the gate`)
+
 // TestRunOnATerminal runs `orchestra run` under a pseudo-terminal on a
 // plan with a parallel group of two slow steps of the fixture server (they
 // end when the test opens their gate), and reads the screen while it
 // runs: both steps are shown running, side by side, with elapsed times
-// that grow; then every step's final status, and the summary. Standard
-// output stays exactly the envelope. Without a terminal the same run
-// writes no cursor control: nothing of the view by default, and plain
-// lines with --progress always.
+// that grow and the bar of the progress the server reported; then every
+// step's final status, and the summary. Standard output stays exactly the
+// envelope. On a dumb terminal, or with NO_COLOR, the same run writes
+// plain lines; without a terminal it writes no cursor control: nothing of
+// the view by default, and plain lines with --progress always.
 func TestRunOnATerminal(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts child processes")
@@ -85,43 +146,24 @@ func TestRunOnATerminal(t *testing.T) {
 	if err := os.WriteFile(planFile, []byte(plan), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	args := []string{"run", "--config", cfg, "--store", "memory", planFile}
 
-	cmd := exec.Command(orchestraBin, "run", "--config", cfg, "--store", "memory", planFile)
-	cmd.Env = terminalEnv()
-	var stdout bytes.Buffer
-	cmd.Stdout = &stdout // the envelope; stdin and stderr are the terminal
-	ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 120})
-	if err != nil {
-		t.Skipf("no pseudo-terminal here: %v", err)
-	}
-	defer ptmx.Close()
-	screen := &termtest.Screen{}
-	copied := make(chan struct{})
-	go func() {
-		defer close(copied)
-		io.Copy(screen, ptmx) // until the command exits and the terminal closes
-	}()
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	fail := func(format string, args ...any) {
-		t.Helper()
-		cmd.Process.Kill()
-		t.Fatalf(format+"\nscreen:\n%s", append(args, screen)...)
-	}
-
-	// Both gated steps show as running, and each one's elapsed time grows.
+	r := startOnTerminal(t, terminalEnv(), args...)
+	screen := r.screen
+	// Both gated steps show as running with their progress bars, and each
+	// one's elapsed time grows.
 	first := map[string]time.Duration{}
 	grown := map[string]bool{}
-	deadline := time.Now().Add(60 * time.Second) // bounds a hang only
-	for !grown["left"] || !grown["right"] {
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second) // bounds a hang only
+	defer cancel()
+	go func() {
 		select {
-		case err := <-exited:
-			fail("orchestra run exited (%v) before the screen showed both steps running", err)
-		default:
+		case <-r.exited:
+			cancel()
+		case <-ctx.Done():
 		}
-		if time.Now().After(deadline) {
-			fail("the screen never showed left and right running with growing elapsed times (seen first %v)", first)
-		}
+	}()
+	err := screen.Wait(ctx, func() bool {
 		for step, d := range runningSteps(screen) {
 			if d0, seen := first[step]; !seen {
 				first[step] = d
@@ -129,23 +171,28 @@ func TestRunOnATerminal(t *testing.T) {
 				grown[step] = true
 			}
 		}
-		time.Sleep(10 * time.Millisecond)
+		bars := map[string]bool{}
+		for _, l := range screen.Lines() {
+			if m := gatedRE.FindStringSubmatch(l); m != nil {
+				bars[m[1]] = true
+			}
+		}
+		return grown["left"] && grown["right"] && bars["left"] && bars["right"]
+	})
+	if err != nil {
+		select {
+		case <-r.exited:
+			t.Fatalf("orchestra run exited (%v) before the screen showed both steps running\nscreen:\n%s", r.err, screen)
+		default:
+		}
+		t.Fatalf("the screen never showed left and right running with their progress and growing elapsed times (seen first %v)\nscreen:\n%s", first, screen)
 	}
 
 	// Open the gate: the steps end, the run with them.
 	if err := os.WriteFile(gate, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err := <-exited:
-		if err != nil {
-			fail("orchestra run: %v", err)
-		}
-	case <-time.After(60 * time.Second):
-		fail("orchestra run did not end after the gate opened")
-	}
-	<-copied
-
+	r.wait(t)
 	for _, want := range []string{
 		`✓ plan\s+success\s+\S+\s+4 of 4 tool steps done`,
 		`✓ first\s+fx__echo\s+success`,
@@ -168,7 +215,29 @@ func TestRunOnATerminal(t *testing.T) {
 	if t.Failed() {
 		t.Logf("screen:\n%s", screen)
 	}
-	checkEnvelope(t, stdout.Bytes())
+	checkEnvelope(t, r.stdout.Bytes())
+
+	// A terminal that cannot move its cursor, or a user who asked for
+	// plain output: plain lines, not one control sequence.
+	for _, kv := range []string{"TERM=dumb", "NO_COLOR=1"} {
+		env := terminalEnv()
+		if kv == "TERM=dumb" {
+			env = append(env[:len(env)-1], kv)
+		} else {
+			env = append(env, kv)
+		}
+		r := startOnTerminal(t, env, args...)
+		r.wait(t)
+		if i := bytes.IndexByte(r.raw.Bytes(), 0x1b); i >= 0 {
+			t.Errorf("%s: the terminal was written a control sequence at byte %d:\n%q", kv, i, r.raw.String())
+		}
+		for _, want := range []string{"left (fx__gate) success in", "right (fx__gate) success in", "] plan success in", "Plan success: 4 of 4 tool steps succeeded"} {
+			if _, ok := r.screen.Find(want); !ok {
+				t.Errorf("%s: no line with %q:\n%s", kv, want, r.screen)
+			}
+		}
+		checkEnvelope(t, r.stdout.Bytes())
+	}
 
 	// Without a terminal: the view is off by default, plain with always.
 	for _, progress := range []string{"auto", "always"} {

@@ -9,9 +9,11 @@
 //	var s termtest.Screen
 //	io.Copy(&s, ptmx)
 //	line, ok := s.Find("step a")
+//	err := s.Wait(ctx, func() bool { _, ok := s.Find("done"); return ok })
 package termtest
 
 import (
+	"context"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,6 +28,7 @@ type Screen struct {
 	row, col int
 	pending  []byte // an escape sequence or a UTF-8 character cut by a write
 	controls int
+	changed  chan struct{} // closed by the next write, for Wait; nil until one waits
 }
 
 // Write applies p to the screen. It never fails.
@@ -42,7 +45,33 @@ func (s *Screen) Write(p []byte) (int, error) {
 		}
 		b = b[n:]
 	}
+	if s.changed != nil {
+		close(s.changed)
+		s.changed = nil
+	}
 	return len(p), nil
+}
+
+// Wait waits until ok reports true, asking it now and after each write to
+// the screen, or until ctx is done, and returns ctx's error then. ok may
+// read the screen.
+func (s *Screen) Wait(ctx context.Context, ok func() bool) error {
+	for {
+		s.mu.Lock()
+		if s.changed == nil {
+			s.changed = make(chan struct{})
+		}
+		changed := s.changed
+		s.mu.Unlock()
+		if ok() {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 // step applies the first character or sequence of b and returns how many

@@ -1,7 +1,11 @@
 package termtest
 
 import (
+	"context"
+	"errors"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -34,4 +38,33 @@ func TestScreen(t *testing.T) {
 	if got := s.Lines()[3]; got != "xy" {
 		t.Errorf("erasing the rest of a line: %q", got)
 	}
+}
+
+// TestWait returns once a write shows what is waited for, and when its
+// context ends before.
+func TestWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var s Screen
+		shown := func() bool { _, ok := s.Find("ready"); return ok }
+		waited := make(chan error, 1)
+		go func() { waited <- s.Wait(t.Context(), shown) }()
+		synctest.Wait()
+		s.Write([]byte("not yet\r\n"))
+		synctest.Wait()
+		select {
+		case err := <-waited:
+			t.Fatalf("Wait returned (%v) before the screen showed what it waits for", err)
+		default:
+		}
+		s.Write([]byte("ready\r\n"))
+		if err := <-waited; err != nil {
+			t.Fatalf("Wait: %v", err)
+		}
+
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
+		if err := s.Wait(ctx, func() bool { return false }); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Wait past its deadline = %v, want context.DeadlineExceeded", err)
+		}
+	})
 }

@@ -2,6 +2,7 @@ package termview
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -248,12 +249,10 @@ func openTerminal(t *testing.T) (*os.File, *termtest.Screen) {
 // bounds a hang.
 func waitFor(t *testing.T, screen *termtest.Screen, what string, ok func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("the screen never showed %s:\n%s", what, screen)
-		}
-		time.Sleep(10 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if err := screen.Wait(ctx, ok); err != nil {
+		t.Fatalf("the screen never showed %s:\n%s", what, screen)
 	}
 }
 

@@ -208,8 +208,14 @@ func newServer(stderr io.Writer) *mcp.Server {
 				return nil, sleepOut{}, ctx.Err()
 			}
 		})
-	mcp.AddTool(s, &mcp.Tool{Name: "gate", Description: "Waits until the file at path exists (a test creates it when it has seen what it waits for); stops early when cancelled."},
+	mcp.AddTool(s, &mcp.Tool{Name: "gate", Description: "Waits until the file at path exists (a test creates it when it has seen what it waits for), reporting progress 1 of 2 as it starts to wait when the caller asked for progress; stops early when cancelled."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in gateIn) (*mcp.CallToolResult, gateOut, error) {
+			if tok := req.Params.GetProgressToken(); tok != nil {
+				err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 1, Total: 2, Message: "waiting for the gate"})
+				if err != nil {
+					return nil, gateOut{}, err
+				}
+			}
 			tick := time.NewTicker(10 * time.Millisecond)
 			defer tick.Stop()
 			for {
