@@ -7,10 +7,10 @@ import (
 
 	"github.com/orchestra-mcp/orchestra/agents"
 	"github.com/orchestra-mcp/orchestra/config"
-	"github.com/orchestra-mcp/orchestra/internal/fakeopenai"
 	"github.com/orchestra-mcp/orchestra/llm"
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 	"github.com/orchestra-mcp/orchestra/server"
+	"github.com/orchestra-mcp/orchestra/testutil/fakeopenai"
 )
 
 // TestOptionsHooks: the hooks a caller gives the app see its runs, and
