@@ -16,6 +16,7 @@ func cmdAsk(ctx context.Context, env *cliEnv, args []string) int {
 	var cf commonFlags
 	fs := newFlagSet(env, "ask", &cf)
 	cf.storeFlag(fs)
+	cf.progressFlag(fs)
 	asJSON := fs.Bool("json", false, "print the whole result envelope as JSON instead of only the answer")
 	fallback := fs.String("fallback", "", "`reactive` runs a bounded tool loop when no valid plan can be made; none does not (default planner.fallback)")
 	contextFile := fs.String("context", "", "read the caller's context from `FILE` (JSON: {instructions, history: [{role, content}], facts}), for the planner and the answer")
@@ -44,6 +45,7 @@ func cmdAsk(ctx context.Context, env *cliEnv, args []string) int {
 		return code
 	}
 	result, err := p.Ask(ctx, req)
+	cf.closeView()
 	if err != nil {
 		env.errorf("%v", err)
 		return ExitFailed

@@ -16,6 +16,7 @@ func cmdResume(ctx context.Context, env *cliEnv, args []string) int {
 	var cf commonFlags
 	fs := newFlagSet(env, "resume", &cf)
 	cf.storeFlag(fs)
+	cf.progressFlag(fs)
 	resultsFile := fs.String("results", "", "for a paused run: a JSON `FILE` (or - for stdin) of the pending calls' results by step id")
 	if code, ok := parse(env, fs, args); !ok {
 		return code
@@ -39,5 +40,6 @@ func cmdResume(ctx context.Context, env *cliEnv, args []string) int {
 		}
 	}
 	result := app.Run(ctx, &orchestrate.Request{Resume: &orchestrate.ResumeRequest{ExecID: fs.Arg(0), Results: results}}, "cli")
+	cf.closeView()
 	return printResult(env, result)
 }

@@ -32,9 +32,9 @@ var layers = map[string]int{
 	"internal/schemaload": 0, "e2e/hostile": 0,
 	"internal/bytesize": 0, "internal/duration": 0, "internal/fairshare": 0,
 	"internal/jsonrpcerr": 0, "internal/plural": 0, "internal/rank": 0, "internal/redact": 0, "internal/suggest": 0,
-	"internal/textcut": 0, "internal/version": 0, "internal/worker": 0,
+	"internal/textcut": 0, "internal/timeline": 0, "internal/version": 0, "internal/worker": 0,
 	"fsm": 0, "store": 0, "packaging/mcpb": 0, "packaging/npm": 0,
-	"testutil/fakeopenai": 0, "testutil/pgtest": 0, "e2e": 0,
+	"testutil/fakeopenai": 0, "testutil/pgtest": 0, "testutil/termtest": 0, "e2e": 0,
 
 	// The vocabulary: budgets, models, schemas, the tool interface.
 	"budget": 1, "llm": 1, "schemas": 1, "registry": 1,
@@ -42,7 +42,7 @@ var layers = map[string]int{
 
 	// The engine, the tools and the viewer of records.
 	"orchestrate": 3, "registry/builtin": 3, "registry/mcpserver": 3, "testutil/nestful": 3, "viewer": 3,
-	"toolloop": 4, "telemetry": 4, "server/progress": 4, "testutil/servertest": 4,
+	"toolloop": 4, "telemetry": 4, "server/progress": 4, "testutil/servertest": 4, "cli/termview": 4,
 	"planner": 5, "agents": 5,
 
 	// The configuration, which names all of the above.

@@ -58,6 +58,10 @@ type Options struct {
 	// Metrics adds a Prometheus reader to the telemetry New sets up, for
 	// MetricsHandler.
 	Metrics bool
+	// Hooks observe every run of the app, agents' runs and the planner's
+	// included, after the app's own (records, insights, logs, telemetry):
+	// the command line's live view of a run on a terminal.
+	Hooks *orchestrate.Hooks
 }
 
 // App is a configured orchestra: the catalog, the engine and the MCP server.
@@ -157,14 +161,14 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	// A plan may never start an orchestration on its own server.
 	forbidden := func(name string) bool { return name == orchestrate.ToolName }
 	learned := records.NewLessons(a.store, log)
-	// The engine's hooks feed the records, the insights, the logs and the telemetry;
-	// requests add progress and client logs (orchestrateHandler).
+	// The engine's hooks feed the records, the insights, the logs and the telemetry,
+	// then the caller's; requests add progress and client logs (orchestrateHandler).
 	a.Engine = orchestrate.NewEngine(orchestrate.Options{
 		Tools:       a.tel.Tools(cat),
 		Limits:      cfg.EngineLimits(),
 		Logger:      log,
 		Forbidden:   forbidden,
-		Hooks:       orchestrate.ComposeHooks(records.NewRecorder(a.store, log).Hooks(), learned.Hooks(), runlog.Hooks(log), a.tel.Hooks()),
+		Hooks:       orchestrate.ComposeHooks(records.NewRecorder(a.store, log).Hooks(), learned.Hooks(), runlog.Hooks(log), a.tel.Hooks(), opts.Hooks),
 		StepContext: a.tel.StepContext,
 		Record:      RecordURI,
 		Redact:      func(s string) string { return secrets.Redact(s, a.secrets) },
