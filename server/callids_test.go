@@ -106,7 +106,8 @@ var callIDNames = []string{"request_id", "context_id", "user_id", "tenant", "exe
 // tenant, and the exec id and step id of the run and step that made it (the
 // agent's own run and its call). A server with forward_ids false gets none of
 // them, and the caller's token is nowhere in any _meta. The failing tool's
-// log line is "<tool>: call failed" with the same ids.
+// log line is "<tool>: call failed" with the same ids. A direct call of
+// the tool carries the caller's ids.
 func TestEveryIDToEveryTool(t *testing.T) {
 	const token = "alice-secret-token"
 	rec := newMetaRecorder()
@@ -189,6 +190,20 @@ func TestEveryIDToEveryTool(t *testing.T) {
 			t.Errorf("the call %q lost its depth: %v", text, meta)
 		}
 	}
+	// A direct call of a listed downstream tool: the caller's ids, and no
+	// run's.
+	if _, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Meta: mcp.Meta{toolcontext.MetaRequestID: "req-43"},
+		Name: "d__echo", Arguments: map[string]any{"text": "direct"}}); err != nil {
+		t.Fatal(err)
+	}
+	direct, _ := rec.meta("direct")
+	want := map[string]any{"request_id": "req-43", "user_id": "alice", "tenant": "acme", "context_id": nil, "exec_id": nil, "step_id": nil}
+	for name, v := range want {
+		if got := direct[toolcontext.MetaPrefix+name]; got != v {
+			t.Errorf("the direct call: _meta[%q] = %v, want %v", toolcontext.MetaPrefix+name, got, v)
+		}
+	}
+
 	meta, ok := rec.meta("off")
 	if !ok {
 		t.Fatal("the call of the server with forward_ids false never arrived")
