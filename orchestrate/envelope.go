@@ -89,6 +89,9 @@ type Artifact struct {
 	Pending []*PendingCall `json:"pending,omitempty"`
 	// Resume says how to continue a paused run.
 	Resume *ResumeHint `json:"resume,omitempty"`
+	// Background is the progress of a run that goes on without its
+	// caller (status running), and how to await it.
+	Background *BackgroundInfo `json:"background,omitempty"`
 }
 
 // PlannerInfo records what the planner did for a prompt.
@@ -191,6 +194,9 @@ func (e *Envelope) Summary() string {
 		b.WriteString("Direct response; no tools ran.")
 	case a.Status == StatusAwaitingClient:
 		b.WriteString(pausedSummary(a, counts[StatusSuccess], leaves))
+	case a.Status == StatusRunning && a.Background != nil:
+		bg := a.Background
+		fmt.Fprintf(&b, "Running in the background as %s: %d of %d tool steps ended so far. Await it: {\"await\": {\"exec_id\": %q}}.", bg.ExecID, bg.StepsEnded, bg.Steps, bg.ExecID)
 	default:
 		fmt.Fprintf(&b, "Plan %s: %d of %d tool steps succeeded", a.Status, counts[StatusSuccess], leaves)
 		var rest []string

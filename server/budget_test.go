@@ -19,8 +19,11 @@ import (
 // request, and every response is read by it.
 const (
 	// definitionBudget caps agent_orchestrate's description, input schema
-	// and output schema together, as JSON without spaces.
-	definitionBudget = 3000
+	// and output schema together, as JSON without spaces. 3,000 until
+	// background runs: their three input fields and the description's
+	// line cost 151 characters (the running answer itself says how to
+	// await and cancel).
+	definitionBudget = 3150
 	// unexposedListBudget caps the whole tools/list of a server with the
 	// filesystem and everything servers and expose_downstream: false.
 	unexposedListBudget = 4000

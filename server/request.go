@@ -29,19 +29,28 @@ func (a *App) orchestrateHandler() mcp.ToolHandler {
 		ctx, tenant, inTenant := a.withTenant(ctx, req, &ro)
 		ids, _ := toolcontext.IDsFrom(ctx)
 		ro.Logger = a.log.With("request_id", ids.RequestID, "user_id", ids.UserID, "tenant", ids.Tenant)
+		// A background run reports to no one in particular (its caller
+		// may be gone): what a waiting caller sees, progress and logs,
+		// and what it answers, elicitation, are the foreground's.
+		base := a.Engine.With(ro)
+		fg := orchestrate.RunOptions{Elicit: elicitFor(req)}
 		if p := newProgress(ctx, req); p != nil {
-			ro.Hooks = p.hooks()
+			fg.Hooks = p.hooks()
 		}
-		ro.Hooks = orchestrate.ComposeHooks(ro.Hooks, clientLogHooks(ctx, req, a.secrets, &a.logLevels))
-		ro.Elicit = elicitFor(req)
-		e := a.Engine.With(ro)
-		return e.Handler(orchestrate.HandlerOptions{
+		fg.Hooks = orchestrate.ComposeHooks(fg.Hooks, clientLogHooks(ctx, req, a.secrets, &a.logLevels))
+		return base.With(fg).Handler(orchestrate.HandlerOptions{
 			MaxRequestBytes: int(a.Config.Server.MaxRequestBytes),
-			Prompt: func(ctx context.Context, req *mcp.CallToolRequest, r *orchestrate.Request) *mcp.CallToolResult {
+			Prompt: func(ctx context.Context, e *orchestrate.Engine, req *mcp.CallToolRequest, r *orchestrate.Request) *mcp.CallToolResult {
 				if inTenant && !tenant.Planning() {
 					return planningDisabled(ctx, e)
 				}
 				return a.prompt(ctx, e, req, r)
+			},
+			Background: func(ctx context.Context, req *mcp.CallToolRequest, r *orchestrate.Request, start orchestrate.StartFunc) *mcp.CallToolResult {
+				return a.startBackground(ctx, req, base, start)
+			},
+			Control: func(ctx context.Context, req *mcp.CallToolRequest, r *orchestrate.Request) *mcp.CallToolResult {
+				return a.control(ctx, base, req, r)
 			},
 		})(ctx, req)
 	}
