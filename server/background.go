@@ -216,7 +216,9 @@ func (a *App) awaitTimeout(r *orchestrate.Request) time.Duration {
 // progress of one that runs elsewhere. A run the caller may not see is as
 // unknown as one that does not exist, so that ids cannot be probed.
 func (a *App) recorded(ctx context.Context, e *orchestrate.Engine, req *mcp.CallToolRequest, scope store.Scope, id, path string) *mcp.CallToolResult {
-	result := func(env *orchestrate.Envelope) *mcp.CallToolResult { return orchestrate.ResultFor(env, req.ProtocolVersion()) }
+	result := func(env *orchestrate.Envelope) *mcp.CallToolResult {
+		return orchestrate.ResultFor(env, req.ProtocolVersion())
+	}
 	refuse := func(code, msg string) *mcp.CallToolResult {
 		return result(e.Reject(ctx, []*orchestrate.Issue{{Path: path, Code: code, Message: msg}}))
 	}

@@ -73,7 +73,7 @@ type bgEnvelope struct {
 			ID     string `json:"id"`
 			Status string `json:"status"`
 		} `json:"steps"`
-		Errors           []orchestrate.Error  `json:"errors"`
+		Errors           []orchestrate.Error `json:"errors"`
 		ValidationErrors []orchestrate.Issue `json:"validation_errors"`
 	} `json:"artifact"`
 	Metadata struct {

@@ -79,8 +79,8 @@ type App struct {
 
 	bg        bgRuns         // background runs
 	subs      *subscriptions // resource subscriptions
-	logLevels logLevels // which clients receive logging notifications
-	calls     httpCalls // tools/call requests in flight over HTTP
+	logLevels logLevels      // which clients receive logging notifications
+	calls     httpCalls      // tools/call requests in flight over HTTP
 
 	downstream *mcpserver.Manager // nil without mcpServers
 	agents     []*agents.Agent    // the configured agents, sorted by name
@@ -168,9 +168,9 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		return nil, err
 	}
 	a.Server = mcp.NewServer(&mcp.Implementation{Name: "orchestra", Title: "orchestra", Version: opts.Version}, &mcp.ServerOptions{
-		Instructions: "orchestra runs whole multi-step tool plans in one call: use agent_orchestrate instead of calling tools one at a time.",
-		Logger:       log,
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}, Logging: &mcp.LoggingCapabilities{}},
+		Instructions:       "orchestra runs whole multi-step tool plans in one call: use agent_orchestrate instead of calling tools one at a time.",
+		Logger:             log,
+		Capabilities:       &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}, Logging: &mcp.LoggingCapabilities{}},
 		SubscribeHandler:   a.subscribe,
 		UnsubscribeHandler: a.unsubscribe,
 	})
