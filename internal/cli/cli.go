@@ -29,7 +29,9 @@ type command struct {
 // reference list them.
 var commands = []command{
 	{"serve", "[--config FILE] [--store PATH] [--http ADDR] [--stateless] [--insecure] [--metrics-addr ADDR]", "Serve MCP over stdio, or Streamable HTTP at /mcp with --http.", cmdServe},
-	{"run", "[--config FILE] [--store PATH] PLAN.json|-", "Run a plan (the tool's input, or just a plan) and print the result envelope as JSON.", cmdRun},
+	{"run", "[--config FILE] [--store PATH] [--background --url URL] PLAN.json|-", "Run a plan (the tool's input, or just a plan) and print the result envelope as JSON; with --background, start it in the server at --url and print its exec id.", cmdRun},
+	{"wait", "--url URL ID", "Wait for a background run in the server at --url and print its final envelope.", cmdWait},
+	{"cancel", "--url URL ID", "Cancel a background run in the server at --url and print its envelope.", cmdCancel},
 	{"validate", "[--config FILE] PLAN.json|-", "Check a plan against every plan-time rule without running it.", cmdValidate},
 	{"tools", "[--config FILE] [--json]", "List the tools a plan can call, with their schemas.", cmdTools},
 	{"agents", "[--config FILE] [--json]", "List the configured agents with their tools, models and allowed tools.", cmdAgents},
