@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -304,4 +305,36 @@ func TestBackgroundHoldsItsSlot(t *testing.T) {
 	if res.IsError || env.Artifact.Status != orchestrate.StatusSuccess {
 		t.Fatalf("a call after the background run ended: %+v", env.Artifact)
 	}
+}
+
+// TestStdioShutdownDrainsBackgroundRuns: SIGTERM (the serve context ends)
+// treats a background run like any other: ServeStdio waits for it through
+// the grace period, then cancels it and returns only once it ended, its
+// step cancelled.
+func TestStdioShutdownDrainsBackgroundRuns(t *testing.T) {
+	g := newGate()
+	cfg := config.Default()
+	cfg.Server.ShutdownGrace = 50 * time.Millisecond
+	app := newApp(t, cfg, g.tool(t, "gate"))
+	ctx, term := context.WithCancel(t.Context())
+	inW, sc, done := pipeStdio(ctx, app)
+	defer inW.Close()
+	io.WriteString(inW, initializeBody+"\n"+`{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
+	io.WriteString(inW, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"agent_orchestrate","arguments":{"background":true,"plan":{"steps":[{"tool":"gate","arguments":{}}]}}}}`+"\n")
+	sc.Scan() // initialize
+	sc.Scan()
+	if !strings.Contains(sc.Text(), `"status":"running"`) {
+		t.Fatalf("the background call's answer: %s", sc.Text())
+	}
+	receive(t, g.started, "the step")
+	term()
+	for sc.Scan() {
+	}
+	if err := <-done; err != nil {
+		t.Errorf("ServeStdio: %v", err)
+	}
+	if n := app.InFlight(); n != 0 {
+		t.Fatalf("ServeStdio returned with %d plans running; the background run was not drained", n)
+	}
+	receive(t, g.stopped, "the background step's cancellation")
 }
