@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -19,14 +17,7 @@ import (
 // fail at the client's timeout.
 func TestTSClientBackgroundRun(t *testing.T) {
 	t.Parallel() // it waits, mostly
-	node, err := exec.LookPath("node")
-	clients, _ := filepath.Abs(filepath.Join("testdata", "clients"))
-	if _, serr := os.Stat(filepath.Join(clients, "node_modules", "@modelcontextprotocol", "sdk")); serr != nil || err != nil {
-		if os.Getenv("ORCHESTRA_REQUIRE_NPM") != "" {
-			t.Fatal("the TypeScript clients are not installed: run `npm ci` in testdata/clients")
-		}
-		t.Skip("the TypeScript clients are not installed: run `npm ci` in testdata/clients")
-	}
+	node, clients := tsClients(t)
 	if testing.Short() {
 		t.Skip("a 90 s plan")
 	}
@@ -34,21 +25,5 @@ func TestTSClientBackgroundRun(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute) // bounds a hang
 	defer cancel()
 	target, _ := json.Marshal([]string{orchestraBin, "serve", "--config", cfg, "--store", filepath.Join(dir, "bg.db")})
-	cmd := exec.CommandContext(ctx, node, filepath.Join(clients, "background.mjs"), string(target), "30000")
-	cmd.Dir = clients
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("node: %v\n%s", err, out)
-	}
-	var r struct {
-		OK     bool     `json:"ok"`
-		Checks []string `json:"checks"`
-		Error  string   `json:"error"`
-	}
-	if err := json.Unmarshal(out, &r); err != nil || !r.OK {
-		t.Fatalf("%s", out)
-	}
-	for _, c := range r.Checks {
-		t.Log(c)
-	}
+	runTSClient(ctx, t, node, clients, "background.mjs", string(target), "30000")
 }
