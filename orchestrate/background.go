@@ -3,6 +3,8 @@ package orchestrate
 import (
 	"fmt"
 	"time"
+
+	"github.com/orchestra-mcp/orchestra/schemas"
 )
 
 // Background runs: a request with "background": true is answered as soon
@@ -10,10 +12,6 @@ import (
 // envelope whose artifact.status is "running"; the caller then awaits or
 // cancels the run by its exec id. The engine checks and runs; who keeps the
 // runs going and answers await and cancel is the server's (package server).
-
-// CodeQueueFull: a background run was refused because its caller, its
-// tenant or the server has as many running as allowed.
-const CodeQueueFull = "queue_full"
 
 // AwaitRequest waits for a background run: the final envelope as soon as
 // the run ends, or, when TimeoutMS passes first, its status and progress.
@@ -54,7 +52,7 @@ var (
 func (d *decoder) await(v any, path string) *AwaitRequest {
 	obj, ok := v.(map[string]any)
 	if !ok {
-		d.add(path, CodeInvalidValue, fmt.Sprintf(`await must be an object {"exec_id": "...", "timeout_ms": 30000}, not %s`, jsonTypeOf(v)))
+		d.add(path, CodeInvalidValue, fmt.Sprintf(`await must be an object {"exec_id": "...", "timeout_ms": 30000}, not %s`, schemas.TypePhrase(v)))
 		return nil
 	}
 	aw := &AwaitRequest{}
@@ -77,7 +75,7 @@ func (d *decoder) await(v any, path string) *AwaitRequest {
 func (d *decoder) cancel(v any, path string) *CancelRequest {
 	obj, ok := v.(map[string]any)
 	if !ok {
-		d.add(path, CodeInvalidValue, fmt.Sprintf(`cancel must be an object {"exec_id": "..."}, not %s`, jsonTypeOf(v)))
+		d.add(path, CodeInvalidValue, fmt.Sprintf(`cancel must be an object {"exec_id": "..."}, not %s`, schemas.TypePhrase(v)))
 		return nil
 	}
 	c := &CancelRequest{}

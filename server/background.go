@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/orchestra-mcp/orchestra/orchestrate"
+	"github.com/orchestra-mcp/orchestra/server/tenancy"
 	"github.com/orchestra-mcp/orchestra/store"
 )
 
@@ -175,7 +176,7 @@ func (a *App) control(ctx context.Context, e *orchestrate.Engine, req *mcp.CallT
 	} else {
 		id, path = r.Cancel.ExecID, "cancel.exec_id"
 	}
-	scope := CallerScope(req.Extra)
+	scope := tenancy.CallerScope(req.Extra)
 	b := a.bg.get(id)
 	if b != nil {
 		if !scope.SeesRun(runOf(b.info.Load())) {
@@ -219,7 +220,7 @@ func (a *App) recorded(ctx context.Context, e *orchestrate.Engine, req *mcp.Call
 	result := func(env *orchestrate.Envelope) *mcp.CallToolResult {
 		return orchestrate.ResultFor(env, req.ProtocolVersion())
 	}
-	refuse := func(code, msg string) *mcp.CallToolResult {
+	refuse := func(code orchestrate.Code, msg string) *mcp.CallToolResult {
 		return result(e.Reject(ctx, []*orchestrate.Issue{{Path: path, Code: code, Message: msg}}))
 	}
 	run, steps, err := a.store.GetIn(ctx, scope, id)

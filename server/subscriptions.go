@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/orchestra-mcp/orchestra/orchestrate"
+	"github.com/orchestra-mcp/orchestra/server/tenancy"
 	"github.com/orchestra-mcp/orchestra/store"
 )
 
@@ -40,7 +41,7 @@ func (a *App) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
 	if !ok || id == "" || strings.ContainsAny(id, "/?#") {
 		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("cannot subscribe to %q: only the records of runs, %s/{exec_id}, change as runs go on", uri, ExecutionsURI)}
 	}
-	scope := CallerScope(req.Extra)
+	scope := tenancy.CallerScope(req.Extra)
 	if b := a.bg.get(id); b == nil || !scope.SeesRun(runOf(b.info.Load())) {
 		if _, _, err := a.store.GetIn(ctx, scope, id); err != nil {
 			if errors.Is(err, store.ErrNotFound) {
