@@ -12,6 +12,7 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) int {
 	var cf commonFlags
 	fs := newFlagSet(env, "run", &cf)
 	cf.storeFlag(fs)
+	cf.progressFlag(fs)
 	background := fs.Bool("background", false, "start the plan in the server at --url, print its exec id and return; `orchestra wait ID` waits for it")
 	url := urlFlag(fs)
 	in, code, ok := planInput(env, fs, &cf, args)
@@ -35,7 +36,7 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) int {
 		}
 		return runBackground(ctx, env, *url, input)
 	}
-	app, ok := env.newApp(ctx, in.cfg, in.logger, server.Options{})
+	app, ok := env.newApp(ctx, in.cfg, in.logger, server.Options{Hooks: cf.hooks()})
 	if !ok {
 		return ExitInvalid
 	}
@@ -48,5 +49,6 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) int {
 	default:
 		result = app.Run(ctx, req, "cli")
 	}
+	cf.closeView()
 	return printResult(env, result)
 }

@@ -49,8 +49,8 @@ func (g *gate) tool(t testing.TB, name string) registry.Tool {
 	}
 }
 
-// gatePlan is a background plan of n steps of tool.
-func gatePlan(tool string, n int) map[string]any {
+// gatedSteps is a background plan of n steps of tool.
+func gatedSteps(tool string, n int) map[string]any {
 	steps := make([]any, n)
 	for i := range steps {
 		steps[i] = map[string]any{"tool": tool, "arguments": map[string]any{}}
@@ -140,7 +140,7 @@ func TestBackgroundRunAwaitAndSubscribe(t *testing.T) {
 		t.Fatalf("the server does not offer resource subscriptions: %+v", caps.Resources)
 	}
 
-	res, env := callBG(t, cs, gatePlan("gate", 3))
+	res, env := callBG(t, cs, gatedSteps("gate", 3))
 	receive(t, g.started, "the first step")
 	bg := env.Artifact.Background
 	if res.IsError || env.Artifact.Status != orchestrate.StatusRunning || bg == nil || bg.ExecID == "" || bg.Steps != 3 || bg.StepsEnded != 0 ||
@@ -223,7 +223,7 @@ func TestBackgroundCancelAndOwners(t *testing.T) {
 	t.Cleanup(srv.Close)
 
 	alice := connectAs(t, srv, "alice-secret-token")
-	_, env := callBG(t, alice, gatePlan("a_gate", 1))
+	_, env := callBG(t, alice, gatedSteps("a_gate", 1))
 	receive(t, g.started, "the step")
 	if env.Artifact.Background == nil {
 		t.Fatalf("no background answer: %+v", env.Artifact)
@@ -284,10 +284,10 @@ func TestBackgroundHoldsItsSlot(t *testing.T) {
 	app := newApp(t, cfg, g.tool(t, "gate"))
 	cs := connectInMemory(t, app, v20251125)
 
-	_, env := callBG(t, cs, gatePlan("gate", 1))
+	_, env := callBG(t, cs, gatedSteps("gate", 1))
 	receive(t, g.started, "the step")
 	id := env.Artifact.Background.ExecID
-	res, busy := callBG(t, cs, gatePlan("gate", 1))
+	res, busy := callBG(t, cs, gatedSteps("gate", 1))
 	if !res.IsError || len(busy.Artifact.ValidationErrors) != 1 || busy.Artifact.ValidationErrors[0].Code != orchestrate.CodeBusy {
 		t.Fatalf("a call while the background run holds the only slot: %+v", busy.Artifact)
 	}

@@ -120,5 +120,5 @@ func (a *App) notify(ctx context.Context) {
 
 // runOf is the store's view of a running run, for scope checks.
 func runOf(info *orchestrate.RunInfo) *store.Run {
-	return &store.Run{ExecID: info.ExecID, Owner: info.IDs.UserID, Tenant: info.IDs.Tenant}
+	return &store.Run{ExecID: info.ExecID, Owner: info.IDs.Owner, Tenant: info.IDs.Tenant}
 }

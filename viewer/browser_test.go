@@ -552,7 +552,7 @@ func TestBrowserLargeRun(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := vs.store.FinishRun(ctx, "large", store.StatusSuccess, json.RawMessage(`{"artifact":{"status":"success"}}`), start.Add(n*50*time.Millisecond)); err != nil {
+	if err := vs.store.FinishRun(ctx, "large", store.StatusSuccess, json.RawMessage(`{"artifact":{"status":"success"}}`), start.Add(n*50*time.Millisecond), 0); err != nil {
 		t.Fatal(err)
 	}
 	if err := vs.store.StartRun(ctx, store.Run{ExecID: "small", Tool: "cli", Owner: "alice", UserID: "alice", StartedAt: start, StepCount: 1}); err != nil {
@@ -562,7 +562,7 @@ func TestBrowserLargeRun(t *testing.T) {
 		Status: "success", Attempts: 1, StartedAt: start, DurationMS: 40}); err != nil {
 		t.Fatal(err)
 	}
-	if err := vs.store.FinishRun(ctx, "small", store.StatusSuccess, json.RawMessage(`{"artifact":{"status":"success"}}`), start.Add(time.Second)); err != nil {
+	if err := vs.store.FinishRun(ctx, "small", store.StatusSuccess, json.RawMessage(`{"artifact":{"status":"success"}}`), start.Add(time.Second), 0); err != nil {
 		t.Fatal(err)
 	}
 	tab := b.tab(t)
