@@ -26,19 +26,20 @@ type Status string
 
 // The statuses of a run. A run is [StatusRunning] from [Store.StartRun] until
 // [Store.FinishRun]; a run whose process ended before it finished is
-// [StatusInterrupted].
+// [StatusInterrupted]; one its caller stopped is [StatusCancelled].
 const (
 	StatusRunning     Status = "running"
 	StatusSuccess     Status = "success"
 	StatusFailed      Status = "failed"
 	StatusPartial     Status = "partial"
 	StatusInterrupted Status = "interrupted"
+	StatusCancelled   Status = "cancelled"
 )
 
 // valid reports whether s is one of the known statuses.
 func (s Status) valid() bool {
 	switch s {
-	case StatusRunning, StatusSuccess, StatusFailed, StatusPartial, StatusInterrupted:
+	case StatusRunning, StatusSuccess, StatusFailed, StatusPartial, StatusInterrupted, StatusCancelled:
 		return true
 	}
 	return false
