@@ -107,7 +107,7 @@ type Run struct {
 	// the run of the plan that called the agent); "" for a caller's run.
 	ParentExecID string
 	// Resumable reports that the run can go on: it is paused (Status is
-	// StatusPaused), or it was interrupted or failed and kept its request.
+	// StatusPaused), or it was interrupted, failed or cancelled and kept its request.
 	Resumable bool
 	// Goal is the prompt of a run of the prompt path; "" for a plan.
 	Goal string
