@@ -1,0 +1,120 @@
+package server
+
+import (
+	"context"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/orchestra-mcp/orchestra/internal/fairshare"
+	"github.com/orchestra-mcp/orchestra/orchestrate"
+	"github.com/orchestra-mcp/orchestra/store"
+	"github.com/orchestra-mcp/orchestra/toolcontext"
+)
+
+// Background runs across replicas. With the PostgreSQL store, a
+// background run is a job any replica may take up: the replica that
+// accepted it runs it and holds its lease (store.Options.Lease, renewed
+// every Lease/3); when that replica dies, a surviving one marks the run
+// interrupted once the lease lapsed and takes it up (store.TakeOrphans,
+// one replica per run) by resuming it with resume's rules: the steps that
+// succeeded are not run again; the step in flight at the crash runs again.
+// A cancel asked on another replica sets a flag in the store that the
+// running replica reads after each lease renewal: it stops the run within
+// Lease/3. Both happen in the store's lease loop (store.OnSweep), so no
+// loop polls more often than every Lease/3. With SQLite, background runs
+// stay in the process that accepted them.
+
+// takeoverBatch caps the background runs one sweep takes up.
+const takeoverBatch = 16
+
+// startQueue lets the replicas of a PostgreSQL store share background
+// runs: this one takes up those of dead replicas and stops its own runs
+// that another replica was asked to cancel.
+func (a *App) startQueue() {
+	if !a.store.Postgres() {
+		return
+	}
+	a.store.OnSweep(a.sweepBackground)
+	a.closers = append(a.closers, func() error { a.store.OnSweep(nil); return nil })
+}
+
+// markBackground marks run execID a background run in the store, so that
+// another replica can take it up and cancel it, once the run's start and
+// request are committed.
+func (a *App) markBackground(execID string) {
+	ctx, cancel := context.WithTimeout(context.Background(), storeWait)
+	defer cancel()
+	if err := a.store.MarkBackground(ctx, execID); err != nil {
+		a.log.Warn("marking a background run", "exec_id", execID, "err", err)
+	}
+}
+
+// storeWait bounds how long marking a background run waits for the store.
+const storeWait = 5 * time.Second
+
+// cancelElsewhere asks the replica running background run id, which
+// scope sees, to cancel it, and reports whether the run is one (the
+// caller then answers with its progress).
+func (a *App) cancelElsewhere(ctx context.Context, scope store.Scope, id string) bool {
+	ok, err := a.store.RequestCancel(ctx, scope, id)
+	if err != nil {
+		a.log.Warn("asking another replica to cancel a background run", "exec_id", id, "err", err)
+	}
+	return ok
+}
+
+// sweepBackground runs after each lease renewal of a PostgreSQL store.
+func (a *App) sweepBackground(ctx context.Context) {
+	if a.drain.Err() != nil {
+		return // stopping: another replica takes the runs up
+	}
+	ids, err := a.store.Cancels(ctx)
+	if err != nil {
+		a.log.Warn("reading the cancels asked of this replica's background runs", "err", err)
+	}
+	for _, id := range ids {
+		if b := a.bg.get(id); b != nil {
+			a.log.Info("cancelling a background run, as asked on another replica", "exec_id", id)
+			b.cancel()
+		}
+	}
+	orphans, err := a.store.TakeOrphans(ctx, takeoverBatch)
+	if err != nil {
+		a.log.Warn("taking up the background runs of dead replicas", "err", err)
+	}
+	for _, o := range orphans {
+		a.takeOver(ctx, o)
+	}
+}
+
+// takeOver resumes background run o, whose replica died, here: in its
+// owner's and tenant's name, with a slot of limits.max_concurrent_plans.
+// When no slot frees within ctx, the run is left to the next sweep (of
+// this replica or another) once the takeover's lease lapsed.
+func (a *App) takeOver(ctx context.Context, o store.Orphan) {
+	claim := fairshare.Claim{Owner: "user:" + o.UserID}
+	var ro orchestrate.RunOptions
+	if t, ok := a.Config.Tenants[o.Tenant]; ok && o.Tenant != "" {
+		claim.Tenant, claim.TenantMax = o.Tenant, t.Limits.MaxConcurrentPlans
+		narrowToTenant(t, &ro)
+	}
+	release, err := a.slots.Acquire(ctx, claim)
+	if err != nil {
+		a.log.Warn("no slot to take up a background run of a dead replica; left to a later sweep", "exec_id", o.ExecID, "err", err)
+		return
+	}
+	a.plans.add()
+	rctx := toolcontext.WithIDs(context.WithoutCancel(ctx), toolcontext.IDs{RequestID: o.RequestID, UserID: o.UserID, Owner: o.Owner, Tenant: o.Tenant})
+	ro.Logger = a.log.With("request_id", o.RequestID, "user_id", o.UserID, "tenant", o.Tenant, "exec_id", o.ExecID)
+	r := &orchestrate.Request{Resume: &orchestrate.ResumeRequest{ExecID: o.ExecID}}
+	a.log.Info("taking up a background run whose replica died", "exec_id", o.ExecID)
+	a.goBackground(rctx, a.Engine.With(ro), func(ctx context.Context, e *orchestrate.Engine) *mcp.CallToolResult {
+		env := e.Resume(e.Budgeted(ctx, r), r)
+		if env.Artifact != nil && len(env.Artifact.ValidationErrors) > 0 {
+			// Another replica, or a client's resume, took it first.
+			a.log.Info("a background run of a dead replica was taken up elsewhere", "exec_id", o.ExecID, "code", env.Artifact.ValidationErrors[0].Code)
+		}
+		return orchestrate.ResultFor(env, "")
+	}, func() { a.plans.done(); release() })
+}
