@@ -19,24 +19,39 @@ import (
 // interrupted once the lease lapsed and takes it up (store.TakeOrphans,
 // one replica per run) by resuming it with resume's rules: the steps that
 // succeeded are not run again; the step in flight at the crash runs again.
-// A cancel asked on another replica sets a flag in the store that the
-// running replica reads after each lease renewal: it stops the run within
-// Lease/3. Both happen in the store's lease loop (store.OnSweep), so no
-// loop polls more often than every Lease/3. With SQLite, background runs
-// stay in the process that accepted them.
-
-// takeoverBatch caps the background runs one sweep takes up.
-const takeoverBatch = 16
+// After each sweep of the leases (store.OnSweep, every Lease/3) a replica
+// takes up such runs one by one for as long as it finds them and has
+// slots; between sweeps it asks nothing. A cancel asked on another
+// replica sets a flag in the store that the running replica reads in the
+// same sweep: it stops the run within Lease/3. With SQLite, background
+// runs stay in the process that accepted them.
 
 // startQueue lets the replicas of a PostgreSQL store share background
-// runs: this one takes up those of dead replicas and stops its own runs
-// that another replica was asked to cancel.
+// runs: this one stops its own runs that another replica was asked to
+// cancel, and takes up those of dead replicas.
 func (a *App) startQueue() {
 	if !a.store.Postgres() {
 		return
 	}
-	a.store.OnSweep(a.sweepBackground)
-	a.closers = append(a.closers, func() error { a.store.OnSweep(nil); return nil })
+	wake := make(chan struct{}, 1)
+	a.store.OnSweep(func(ctx context.Context) {
+		a.cancelAsked(ctx)
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		a.takeOrphans(wake)
+	}()
+	a.closers = append(a.closers, func() error {
+		a.store.OnSweep(nil)
+		a.cancel() // done already when the app closes; not when it failed to build
+		<-done
+		return nil
+	})
 }
 
 // markBackground marks run execID a background run in the store, so that
@@ -64,11 +79,9 @@ func (a *App) cancelElsewhere(ctx context.Context, scope store.Scope, id string)
 	return ok
 }
 
-// sweepBackground runs after each lease renewal of a PostgreSQL store.
-func (a *App) sweepBackground(ctx context.Context) {
-	if a.drain.Err() != nil {
-		return // stopping: another replica takes the runs up
-	}
+// cancelAsked stops the background runs this replica runs that another
+// replica was asked to cancel.
+func (a *App) cancelAsked(ctx context.Context) {
 	ids, err := a.store.Cancels(ctx)
 	if err != nil {
 		a.log.Warn("reading the cancels asked of this replica's background runs", "err", err)
@@ -79,20 +92,39 @@ func (a *App) sweepBackground(ctx context.Context) {
 			b.cancel()
 		}
 	}
-	orphans, err := a.store.TakeOrphans(ctx, takeoverBatch)
-	if err != nil {
-		a.log.Warn("taking up the background runs of dead replicas", "err", err)
-	}
-	for _, o := range orphans {
-		a.takeOver(ctx, o)
+}
+
+// takeOrphans takes up the background runs of dead replicas, one at a
+// time for as long as it finds them, whenever wake fires (after each
+// sweep of the leases, every Lease/3), until the app drains. A run taken
+// up waits for a slot of limits.max_concurrent_plans, in its owner's and
+// tenant's share: while none frees, taking up stops, and the run taken
+// is left to the next taker once the takeover's lease lapsed.
+func (a *App) takeOrphans(wake <-chan struct{}) {
+	for {
+		select {
+		case <-a.drain.Done():
+			return
+		case <-wake:
+		}
+		for a.drain.Err() == nil && a.takeOne() {
+		}
 	}
 }
 
-// takeOver resumes background run o, whose replica died, here: in its
-// owner's and tenant's name, with a slot of limits.max_concurrent_plans.
-// When no slot frees within ctx, the run is left to the next sweep (of
-// this replica or another) once the takeover's lease lapsed.
-func (a *App) takeOver(ctx context.Context, o store.Orphan) {
+// takeOne takes up one background run of a dead replica, and reports
+// whether it started it.
+func (a *App) takeOne() bool {
+	ctx, cancel := context.WithTimeout(a.drain, storeWait)
+	defer cancel()
+	orphans, err := a.store.TakeOrphans(ctx, 1)
+	if err != nil {
+		a.log.Warn("taking up the background runs of dead replicas", "err", err)
+	}
+	if len(orphans) == 0 {
+		return false
+	}
+	o := orphans[0]
 	claim := fairshare.Claim{Owner: "user:" + o.UserID}
 	var ro orchestrate.RunOptions
 	if t, ok := a.Config.Tenants[o.Tenant]; ok && o.Tenant != "" {
@@ -101,8 +133,8 @@ func (a *App) takeOver(ctx context.Context, o store.Orphan) {
 	}
 	release, err := a.slots.Acquire(ctx, claim)
 	if err != nil {
-		a.log.Warn("no slot to take up a background run of a dead replica; left to a later sweep", "exec_id", o.ExecID, "err", err)
-		return
+		a.log.Warn("no slot to take up a background run of a dead replica; left to a later taker", "exec_id", o.ExecID, "err", err)
+		return false
 	}
 	a.plans.add()
 	rctx := toolcontext.WithIDs(context.WithoutCancel(ctx), toolcontext.IDs{RequestID: o.RequestID, UserID: o.UserID, Owner: o.Owner, Tenant: o.Tenant})
@@ -117,4 +149,5 @@ func (a *App) takeOver(ctx context.Context, o store.Orphan) {
 		}
 		return orchestrate.ResultFor(env, "")
 	}, func() { a.plans.done(); release() })
+	return true
 }
