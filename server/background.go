@@ -172,6 +172,7 @@ func (a *App) goBackground(ctx context.Context, e *orchestrate.Engine, start orc
 		close(b.done)
 		if info := b.info.Load(); info != nil {
 			a.bg.remove(info.ExecID)
+			a.endBackground(info.ExecID)
 		}
 	}()
 	return b

@@ -54,14 +54,30 @@ func (a *App) startQueue() {
 	})
 }
 
-// markBackground marks run execID a background run in the store, so that
-// another replica can take it up and cancel it, once the run's start and
-// request are committed.
+// markBackground marks run execID a background run in a PostgreSQL store,
+// so that another replica can take it up and cancel it, once the run's
+// start and request are committed.
 func (a *App) markBackground(execID string) {
+	if !a.store.Postgres() {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), storeWait)
 	defer cancel()
 	if err := a.store.MarkBackground(ctx, execID); err != nil {
 		a.log.Warn("marking a background run", "exec_id", execID, "err", err)
+	}
+}
+
+// endBackground queues the end of background run execID: it is no
+// longer one to take up or cancel.
+func (a *App) endBackground(execID string) {
+	if !a.store.Postgres() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), storeWait)
+	defer cancel()
+	if err := a.store.QueueEndBackground(ctx, execID); err != nil {
+		a.log.Warn("ending a background run", "exec_id", execID, "err", err)
 	}
 }
 

@@ -79,8 +79,8 @@ func (s *Store) TakeOrphans(ctx context.Context, n int) ([]Orphan, error) {
 			JOIN runs r ON r.exec_id = b.exec_id
 			JOIN resumable k ON k.exec_id = b.exec_id
 			WHERE r.status = 'interrupted' AND k.paused = 0 AND b.cancel_at IS NULL
-				AND b.takeovers < ? AND (b.taken_until IS NULL OR b.taken_until < ?)
-			ORDER BY b.queued_at
+				AND b.takeovers < ? AND coalesce(b.taken_until, 0) < ?
+			ORDER BY coalesce(b.taken_until, 0), b.queued_at
 			LIMIT ?
 			FOR UPDATE OF b SKIP LOCKED)
 		UPDATE background SET takeovers = background.takeovers + 1, taken_until = ?
@@ -104,6 +104,12 @@ func (s *Store) TakeOrphans(ctx context.Context, n int) ([]Orphan, error) {
 		return nil, fmt.Errorf("taking up background runs whose replica died: %w", err)
 	}
 	return out, nil
+}
+
+// QueueEndBackground queues the end of background run execID: it is no
+// longer one to take up or cancel.
+func (s *Store) QueueEndBackground(ctx context.Context, execID string) error {
+	return s.q.push(ctx, &backgroundWrite{db: s.writer, id: execID, end: true}, nil)
 }
 
 // RequestCancel asks that background run execID, which scope must see,
@@ -163,20 +169,31 @@ func (s *Store) runSweep(ctx context.Context) {
 	}
 }
 
-// backgroundWrite marks a run a background run.
+// backgroundWrite marks a run a background run, or ends that.
 type backgroundWrite struct {
-	db *sql.DB
-	id string
-	at time.Time
+	db  *sql.DB
+	id  string
+	at  time.Time
+	end bool
 }
 
-func (w *backgroundWrite) String() string { return "marking run " + w.id + " a background run" }
+func (w *backgroundWrite) String() string {
+	if w.end {
+		return "ending background run " + w.id
+	}
+	return "marking run " + w.id + " a background run"
+}
 func (w *backgroundWrite) execID() string { return w.id }
 func (w *backgroundWrite) encode() error  { return nil }
 
 func (w *backgroundWrite) apply(ctx context.Context, tx *sql.Tx, _ *statements) error {
 	return inTx(ctx, w.db, tx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO background (exec_id, queued_at) VALUES (?, ?) ON CONFLICT (exec_id) DO NOTHING`, w.id, w.at.UnixNano())
+		var err error
+		if w.end {
+			_, err = tx.ExecContext(ctx, `DELETE FROM background WHERE exec_id = ?`, w.id)
+		} else {
+			_, err = tx.ExecContext(ctx, `INSERT INTO background (exec_id, queued_at) VALUES (?, ?) ON CONFLICT (exec_id) DO NOTHING`, w.id, w.at.UnixNano())
+		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", w, err)
 		}
