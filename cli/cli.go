@@ -37,7 +37,7 @@ var commands = []command{
 	{"agents", "[--config FILE] [--json]", "List the configured agents with their tools, models and allowed tools.", listing("print every agent with its tool, model, allowed tools and schemas as JSON", showAgents)},
 	{"version", "", "Print the version.", cmdVersion},
 	{"executions", "[--store PATH] [--json] [--limit N] [--status S] [ID]", "List recent runs from the execution records, newest first, or show one run's envelope and step records.", cmdExecutions},
-	{"resume", "[--config FILE] [--store PATH] [--results FILE|-] ID", "Continue a run: an interrupted or failed one runs only the steps that did not succeed; a paused one takes the results of its pending calls.", cmdResume},
+	{"resume", "[--config FILE] [--store PATH] [--results FILE|-] ID", "Continue a run: an interrupted, failed or cancelled one runs only the steps that did not succeed; a paused one takes the results of its pending calls.", cmdResume},
 	{"plan", `[--config FILE] "goal"|-`, "Ask the configured planner model for a plan and print it, validated, as JSON; nothing runs.", cmdPlan},
 	{"ask", `[--config FILE] [--store PATH] [--json] [--fallback reactive] [--context FILE] "goal"|-`, "Plan, run and answer a goal with the configured planner model (two model calls), and print the answer; the run is recorded like run's.", cmdAsk},
 	{"insights", "[--store PATH] [--json] [--tool NAME] [list|clear]", "List the lessons learned from past runs that the planner is shown (per tool: what failed and what fixed it), or clear them.", cmdInsights},

@@ -97,7 +97,7 @@ func TestBackgroundRunWaitCancel(t *testing.T) {
 	code, out, errOut = run("cancel", "--url", url, id2)
 	within(stopped, "the cancelled step")
 	env = orchestrate.Envelope{}
-	if err := json.Unmarshal([]byte(out), &env); err != nil || code != ExitOK || len(env.Artifact.Steps) != 1 || env.Artifact.Steps[0].Status != orchestrate.StatusCancelled {
+	if err := json.Unmarshal([]byte(out), &env); err != nil || code != ExitOK || env.Artifact.Status != orchestrate.StatusCancelled || len(env.Artifact.Steps) != 1 || env.Artifact.Steps[0].Status != orchestrate.StatusCancelled {
 		t.Fatalf("cancel: exit %d, %v, %s %s", code, err, out, errOut)
 	}
 

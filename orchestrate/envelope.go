@@ -38,7 +38,9 @@ type Envelope struct {
 
 // Artifact is the outcome of one orchestration.
 type Artifact struct {
-	// Status is success, failed or partial.
+	// Status is success, failed, partial or cancelled (the caller or the
+	// server stopped the run); running for a background run that goes on,
+	// awaiting_client for a paused one.
 	Status  string `json:"status"`
 	Success bool   `json:"success"`
 	// DryRun is set when the plan was only validated.
@@ -278,6 +280,17 @@ type snapshot struct {
 	meta      Metadata
 }
 
+// cancelled reports whether the run stopped because its caller cancelled
+// it (or the server stopped it): its own errors say so.
+func (s *snapshot) cancelled() bool {
+	for _, e := range s.errors {
+		if e.Code == CodeCancelled {
+			return true
+		}
+	}
+	return false
+}
+
 // envelope assembles the response of a run.
 func (s *snapshot) envelope() *Envelope {
 	a := &Artifact{Plan: s.plan, Steps: []*StepRecord{}, Errors: []*Error{}, ValidationErrors: []*Issue{}, Planner: s.planner}
@@ -325,7 +338,11 @@ func (s *snapshot) envelope() *Envelope {
 	a.Errors = append(append(a.Errors, stepErrs...), s.errors...)
 	a.DryRun = s.dryRun
 	switch {
-	case !s.completed || len(a.ValidationErrors) > 0:
+	case len(a.ValidationErrors) > 0:
+		a.Status = StatusFailed
+	case s.cancelled():
+		a.Status = StatusCancelled
+	case !s.completed:
 		a.Status = StatusFailed
 	case anyFailed:
 		a.Status = StatusPartial

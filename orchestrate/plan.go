@@ -223,6 +223,9 @@ type Issue struct {
 	AvailableFields []string `json:"available_fields,omitempty"`
 	// Suggestions are the closest known names to an unknown one.
 	Suggestions []string `json:"suggestions,omitempty"`
+	// RetryAfterMS is how long to wait before trying again, for a
+	// refusal that passes (queue_full).
+	RetryAfterMS int64 `json:"retry_after_ms,omitempty"`
 }
 
 func (i *Issue) Error() string {

@@ -136,6 +136,12 @@ func (h *heldSlot) done() {
 // as the run passed its checks, with its running envelope; a request that
 // fails them is answered with its envelope, as without background.
 func (a *App) startBackground(ctx context.Context, req *mcp.CallToolRequest, e *orchestrate.Engine, start orchestrate.StartFunc) *mcp.CallToolResult {
+	// Its place among the caller's, the tenant's and the server's
+	// background runs, or queue_full (bglimits.go).
+	unreserve, refused := a.reserveBackground(ctx, req, e)
+	if refused != nil {
+		return refused
+	}
 	// The call's slot and its place among the running plans go with the
 	// run: draining waits for it.
 	var release func()
@@ -146,6 +152,8 @@ func (a *App) startBackground(ctx context.Context, req *mcp.CallToolRequest, e *
 		a.plans.add()
 		release = a.plans.done
 	}
+	held := release
+	release = func() { held(); unreserve() }
 	b := a.goBackground(ctx, e, start, release)
 	select {
 	case <-b.accepted:
@@ -234,11 +242,13 @@ func (a *App) recorded(ctx context.Context, e *orchestrate.Engine, req *mcp.Call
 		return result(e.Reject(ctx, []*orchestrate.Issue{{Path: path, Code: code, Message: msg}}))
 	}
 	run, steps, err := a.store.GetIn(ctx, scope, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return refuse(orchestrate.CodeUnknownRun, fmt.Sprintf("there is no run %s that you started (orchestra://executions lists your runs)", id))
-	}
 	if err != nil {
-		return refuse(orchestrate.CodeUnknownRun, fmt.Sprintf("reading run %s: %v", id, err))
+		// Not found, another's, or a read that failed: one answer, so that
+		// ids cannot be probed; the operator's log has the failure.
+		if !errors.Is(err, store.ErrNotFound) {
+			a.log.Warn("reading the record of a run to await or cancel", "exec_id", id, "err", err)
+		}
+		return refuse(orchestrate.CodeUnknownRun, fmt.Sprintf("no run %s of yours can be read: it does not exist, is not yours, or the records could not be read just now; orchestra://executions lists your runs", id))
 	}
 	switch {
 	case len(run.Envelope) > 0:

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -213,8 +214,9 @@ func TestBackgroundRunAwaitAndSubscribe(t *testing.T) {
 // TestBackgroundCancelAndOwners: over HTTP with tokens, a background run
 // goes on after the connection that started it closed; another caller's
 // await and cancel get unknown_run (the answer for a run that does not
-// exist) and leave it running; its owner's cancel from a new connection
-// stops it: the step is cancelled, the record is not a success.
+// exist, word for word) and leave it running; its owner's cancel from a
+// new connection stops it: the step is cancelled, the envelope and the
+// record say cancelled.
 func TestBackgroundCancelAndOwners(t *testing.T) {
 	g := newGate()
 	cfg := tenantConfig(t)
@@ -238,6 +240,10 @@ func TestBackgroundCancelAndOwners(t *testing.T) {
 			if !res.IsError || len(env.Artifact.ValidationErrors) != 1 || env.Artifact.ValidationErrors[0].Code != orchestrate.CodeUnknownRun {
 				t.Fatalf("%s of another's run: %+v", op, env.Artifact)
 			}
+			_, none := callBG(t, other, map[string]any{op: map[string]any{"exec_id": "no-such-run"}})
+			if len(none.Artifact.ValidationErrors) != 1 || !reflect.DeepEqual(none.Artifact.ValidationErrors[0], withID(env.Artifact.ValidationErrors[0], id, "no-such-run")) {
+				t.Fatalf("%s: another's run and one that does not exist get different answers:\n%+v\n%+v", op, env.Artifact.ValidationErrors[0], none.Artifact.ValidationErrors)
+			}
 		}
 		if err := other.Subscribe(t.Context(), &mcp.SubscribeParams{URI: server.RecordURI(id)}); err == nil {
 			t.Error("another caller subscribed to the run's record")
@@ -256,7 +262,7 @@ func TestBackgroundCancelAndOwners(t *testing.T) {
 	}
 	_, env = callBG(t, again, map[string]any{"cancel": map[string]any{"exec_id": id}})
 	receive(t, g.stopped, "the step's cancellation")
-	if env.Artifact.Status == orchestrate.StatusSuccess || env.Artifact.Status == orchestrate.StatusRunning ||
+	if env.Artifact.Status != orchestrate.StatusCancelled || env.Artifact.Success ||
 		len(env.Artifact.Steps) != 1 || env.Artifact.Steps[0].Status != orchestrate.StatusCancelled {
 		t.Fatalf("the cancelled run's envelope: %+v", env.Artifact)
 	}
@@ -267,8 +273,42 @@ func TestBackgroundCancelAndOwners(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if run.Status == store.StatusSuccess || run.Status == store.StatusRunning || len(steps) != 1 || steps[0].Status != orchestrate.StatusCancelled {
+	if run.Status != store.StatusCancelled || len(steps) != 1 || steps[0].Status != orchestrate.StatusCancelled {
 		t.Fatalf("the record: %s, steps %+v", run.Status, steps)
+	}
+	// The owner awaits it from its record: the final envelope, cancelled.
+	if _, env := callBG(t, again, map[string]any{"await": map[string]any{"exec_id": id}}); env.Artifact.Status != orchestrate.StatusCancelled {
+		t.Fatalf("awaiting the cancelled run from its record: %+v", env.Artifact)
+	}
+	// A cancelled run can be resumed, as a failed one can: its step runs
+	// again.
+	go func() { <-g.started; g.release <- struct{}{} }()
+	if res, env := callBG(t, again, map[string]any{"resume": map[string]any{"exec_id": id}}); res.IsError || env.Artifact.Status != orchestrate.StatusSuccess {
+		t.Fatalf("resuming the cancelled run: %+v", env.Artifact)
+	}
+}
+
+// withID is a copy of is with the exec id from replaced by to in its
+// message.
+func withID(is orchestrate.Issue, from, to string) orchestrate.Issue {
+	is.Message = strings.ReplaceAll(is.Message, from, to)
+	return is
+}
+
+// TestAwaitReadFailureIsUnknownRun: when the records cannot be read, an
+// await gets the answer a run that does not exist gets, word for word:
+// what a failure says cannot tell ids apart.
+func TestAwaitReadFailureIsUnknownRun(t *testing.T) {
+	app := newApp(t, nil)
+	cs := connectInMemory(t, app, v20251125)
+	_, unknown := callBG(t, cs, map[string]any{"await": map[string]any{"exec_id": "no-such-run"}})
+	if err := app.Store().Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, failed := callBG(t, cs, map[string]any{"await": map[string]any{"exec_id": "other-run"}})
+	if len(unknown.Artifact.ValidationErrors) != 1 || unknown.Artifact.ValidationErrors[0].Code != orchestrate.CodeUnknownRun ||
+		len(failed.Artifact.ValidationErrors) != 1 || !reflect.DeepEqual(failed.Artifact.ValidationErrors[0], withID(unknown.Artifact.ValidationErrors[0], "no-such-run", "other-run")) {
+		t.Fatalf("a run that does not exist and a failed read get different answers:\n%+v\n%+v", unknown.Artifact.ValidationErrors, failed.Artifact.ValidationErrors)
 	}
 }
 

@@ -115,7 +115,9 @@ func (a *App) cancelAsked(ctx context.Context) {
 // sweep of the leases, every Lease/3), until the app drains. A run taken
 // up waits for a slot of limits.max_concurrent_plans, in its owner's and
 // tenant's share: while none frees, taking up stops, and the run taken
-// is left to the next taker once the takeover's lease lapsed.
+// is left to the next taker once the takeover's lease lapsed; likewise
+// while its owner, its tenant or this replica holds as many background
+// runs as limits.max_background and background_queue_depth allow.
 func (a *App) takeOrphans(wake <-chan struct{}) {
 	for {
 		select {
@@ -141,14 +143,25 @@ func (a *App) takeOne() bool {
 		return false
 	}
 	o := orphans[0]
+	lim := a.Config.Limits
 	claim := fairshare.Claim{Owner: "user:" + o.UserID}
+	bc := bgClaim{owner: o.UserID, tenant: o.Tenant, ownerMax: lim.MaxBackground, depth: lim.BackgroundQueueDepth}
 	var ro orchestrate.RunOptions
 	if t, ok := a.Config.Tenants[o.Tenant]; ok && o.Tenant != "" {
 		claim.Tenant, claim.TenantMax = o.Tenant, t.Limits.MaxConcurrentPlans
+		bc.tenantMax = t.Limits.MaxBackground
 		narrowToTenant(t, &ro)
+	}
+	// It counts among its owner's and tenant's background runs here, as
+	// on the replica that died.
+	unreserve, full := a.bgCounts.reserve(bc)
+	if full != bgFree {
+		a.log.Warn("not taking up a background run of a dead replica yet: its owner, its tenant or this replica holds as many background runs as the limits allow; left to a later taker", "exec_id", o.ExecID)
+		return false
 	}
 	release, err := a.slots.Acquire(ctx, claim)
 	if err != nil {
+		unreserve()
 		a.log.Warn("no slot to take up a background run of a dead replica; left to a later taker", "exec_id", o.ExecID, "err", err)
 		return false
 	}
@@ -164,6 +177,6 @@ func (a *App) takeOne() bool {
 			a.log.Info("a background run of a dead replica was taken up elsewhere", "exec_id", o.ExecID, "code", env.Artifact.ValidationErrors[0].Code)
 		}
 		return orchestrate.ResultFor(env, "")
-	}, func() { a.plans.done(); release() })
+	}, func() { a.plans.done(); release(); unreserve() })
 	return true
 }

@@ -88,6 +88,7 @@ type App struct {
 	secrets        []string // never logged to clients
 
 	bg        bgRuns         // background runs
+	bgCounts  bgCounts       // background runs by owner and tenant, for their limits
 	subs      *subscriptions // resource subscriptions
 	logLevels runlog.Levels  // which clients receive logging notifications
 	calls     httpedge.Calls // tools/call requests in flight over HTTP
