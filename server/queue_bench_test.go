@@ -55,20 +55,7 @@ func BenchmarkBackgroundQueue(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { app.Close() })
-		const clients = 16
-		sessions := make([]*mcp.ClientSession, clients)
-		for i := range sessions {
-			st, ct := mcp.NewInMemoryTransports()
-			ss, err := app.Server.Connect(b.Context(), st, nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { ss.Close() })
-			if sessions[i], err = newClient().Connect(b.Context(), ct, nil); err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { sessions[i].Close() })
-		}
+		sessions := connectSessions(b, app, 16)
 		params := &mcp.CallToolParams{Name: "agent_orchestrate", Arguments: map[string]any{"background": true, "plan": map[string]any{"steps": []any{
 			map[string]any{"tool": "probe", "arguments": map[string]any{"label": "hi"}},
 		}}}}

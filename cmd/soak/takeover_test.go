@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,21 +29,9 @@ import (
 // once a's lease lapsed and finishes it; the counting fixture shows that
 // steps 1 and 2 ran once, and b's await returns the final envelope.
 func TestBackgroundAcrossReplicas(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds orchestra and runs two replicas")
-	}
-	if _, err := pgtest.BinDir(); err != nil {
-		if os.Getenv(pgtest.RequireEnv) == "1" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
+	log := replicasLog(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute) // bounds a hang only
 	defer cancel()
-	var log io.Writer = io.Discard
-	if testing.Verbose() {
-		log = os.Stderr
-	}
 	dir := t.TempDir()
 	cluster, err := pgtest.Start(ctx)
 	if err != nil {
