@@ -122,6 +122,7 @@ func TestErrors(t *testing.T) {
 		{"negative grace", "server:\n  shutdown_grace: -1s\n", nil, `server.shutdown_grace must not be negative`},
 		{"negative session timeout", "server:\n  session_timeout: -1s\n", nil, `server.session_timeout must not be negative`},
 		{"malformed YAML", "limits:\n  max_steps: [1\n", nil, `^:\d+: did not find expected`},
+		{"unknown key in a server", "mcpServers:\n  d:\n    url: http://127.0.0.1:9/mcp\n    forward_id: false\n", nil, `^:4: unknown key "forward_id" in mcpServers.d; did you mean "forward_ids"\?`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := config.Parse([]byte(tc.src), env(tc.env))
@@ -271,5 +272,17 @@ func TestLoadDevZero(t *testing.T) {
 	_, err := config.Load("/dev/zero")
 	if err == nil || !strings.Contains(err.Error(), "larger than") || !strings.Contains(err.Error(), "/dev/zero") {
 		t.Fatalf("err = %v, want /dev/zero refused as larger than the limit", err)
+	}
+}
+
+// TestForwardIDs: a server's forward_ids reads as it is written, and is
+// true when left out.
+func TestForwardIDs(t *testing.T) {
+	c, err := config.Parse([]byte("mcpServers:\n  quiet:\n    url: http://127.0.0.1:9/mcp\n    forward_ids: false\n  loud:\n    url: http://127.0.0.1:9/mcp\n"), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.MCPServers["quiet"].ForwardsIDs() || !c.MCPServers["loud"].ForwardsIDs() {
+		t.Errorf("forward_ids: quiet %v, loud %v; want false, true", c.MCPServers["quiet"].ForwardsIDs(), c.MCPServers["loud"].ForwardsIDs())
 	}
 }

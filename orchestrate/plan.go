@@ -1,6 +1,10 @@
 package orchestrate
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/orchestra-mcp/orchestra/toolcontext"
+)
 
 // Schedules.
 const (
@@ -200,6 +204,9 @@ type Request struct {
 	// wait for a client: a plan that would pause is refused before it
 	// runs, with client_in_loop.
 	NoPause bool `json:"-"`
+	// loop, when set, is the tool loop's call this one-step run makes
+	// (ChildRun.Call): its tool is told that step and run, not this run's.
+	loop *toolcontext.Call
 }
 
 // Issue is a problem with a request or a plan: a validation error or a

@@ -479,13 +479,16 @@ func mcpTool(t registry.Tool) *mcp.Tool {
 // caller's, so that a chain of orchestras calling each other's tools
 // directly stops at limits.max_depth like a chain of plans; a downstream
 // tool called at that depth is refused with depth_exceeded), the
-// traceparent, and progress, which the tool's reports answer under the
+// traceparent, the caller's ids (toolcontext.CallIDs), and progress, which the tool's reports answer under the
 // caller's progress token.
 func (a *App) passthrough(t registry.Tool) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		ctx, cancel := a.callContext(ctx, req)
 		defer cancel()
 		ctx = toolcontext.FromMeta(ctx, req.Params.GetMeta())
+		// The caller's ids go on to the tool (an agent's, a downstream
+		// server's _meta), as from a plan.
+		ctx = toolcontext.EnsureRequestID(withCaller(withCallerIDs(ctx, req), req))
 		// A built-in tool runs here and starts nothing; a downstream call
 		// is one more hop, possibly into another orchestra.
 		if d, limit := toolcontext.Depth(ctx), a.Config.Limits.MaxDepth; d >= limit && t.Source != "builtin" {
