@@ -152,12 +152,27 @@ func (a *App) startBackground(ctx context.Context, req *mcp.CallToolRequest, e *
 		a.plans.add()
 		release = a.plans.done
 	}
+	held := release
+	release = func() { held(); unreserve() }
+	b := a.goBackground(ctx, e, start, release)
+	select {
+	case <-b.accepted:
+		info := b.info.Load()
+		a.markBackground(info.ExecID)
+		return orchestrate.ResultFor(e.RunningEnvelope(info, int(b.ended.Load())), req.ProtocolVersion())
+	case <-b.done:
+		return b.result
+	}
+}
+
+// goBackground runs start with engine e on a context of its own, which
+// draining cancels, and calls release when the run ended.
+func (a *App) goBackground(ctx context.Context, e *orchestrate.Engine, start orchestrate.StartFunc, release func()) *bgRun {
 	bctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	stopDrain := context.AfterFunc(a.drain, cancel)
 	b := &bgRun{cancel: cancel, accepted: make(chan struct{}), done: make(chan struct{})}
 	be := e.With(orchestrate.RunOptions{Hooks: b.hooks(&a.bg)})
 	go func() {
-		defer unreserve()
 		defer release()
 		defer stopDrain()
 		defer cancel()
@@ -165,14 +180,10 @@ func (a *App) startBackground(ctx context.Context, req *mcp.CallToolRequest, e *
 		close(b.done)
 		if info := b.info.Load(); info != nil {
 			a.bg.remove(info.ExecID)
+			a.endBackground(info.ExecID)
 		}
 	}()
-	select {
-	case <-b.accepted:
-		return orchestrate.ResultFor(e.RunningEnvelope(b.info.Load(), int(b.ended.Load())), req.ProtocolVersion())
-	case <-b.done:
-		return b.result
-	}
+	return b
 }
 
 // control answers await and cancel.
@@ -247,7 +258,7 @@ func (a *App) recorded(ctx context.Context, e *orchestrate.Engine, req *mcp.Call
 		}
 		return result(&env)
 	case run.Status == store.StatusRunning:
-		if path == "cancel.exec_id" {
+		if path == "cancel.exec_id" && !a.cancelElsewhere(ctx, scope, id) {
 			return refuse(orchestrate.CodeInvalidRequest, fmt.Sprintf("run %s is not a background run of this server; only background runs can be cancelled", id))
 		}
 		ended := 0

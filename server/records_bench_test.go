@@ -45,19 +45,7 @@ func BenchmarkOneStepPlan(b *testing.B) {
 					b.Fatal(err)
 				}
 				b.Cleanup(func() { app.Close() })
-				sessions := make([]*mcp.ClientSession, clients)
-				for i := range sessions {
-					st, ct := mcp.NewInMemoryTransports()
-					ss, err := app.Server.Connect(b.Context(), st, nil)
-					if err != nil {
-						b.Fatal(err)
-					}
-					b.Cleanup(func() { ss.Close() })
-					if sessions[i], err = newClient().Connect(b.Context(), ct, nil); err != nil {
-						b.Fatal(err)
-					}
-					b.Cleanup(func() { sessions[i].Close() })
-				}
+				sessions := connectSessions(b, app, clients)
 				params := &mcp.CallToolParams{Name: bc.tool, Arguments: bc.args}
 				call := func(cs *mcp.ClientSession) error {
 					res, err := cs.CallTool(b.Context(), params)
@@ -89,4 +77,23 @@ func BenchmarkOneStepPlan(b *testing.B) {
 			})
 		}
 	}
+}
+
+// connectSessions connects n clients to app over in-memory transports,
+// closed when b ends.
+func connectSessions(b *testing.B, app *server.App, n int) []*mcp.ClientSession {
+	sessions := make([]*mcp.ClientSession, n)
+	for i := range sessions {
+		st, ct := mcp.NewInMemoryTransports()
+		ss, err := app.Server.Connect(b.Context(), st, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { ss.Close() })
+		if sessions[i], err = newClient().Connect(b.Context(), ct, nil); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { sessions[i].Close() })
+	}
+	return sessions
 }

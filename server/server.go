@@ -196,6 +196,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		UnsubscribeHandler: a.unsubscribe,
 	})
 	go a.notify(a.drain)
+	a.startQueue()
 	a.addResources()
 	a.addInsightsResource()
 	a.Server.AddReceivingMiddleware(a.unknownTools, a.tenantTools, a.logLevels.Middleware)

@@ -46,10 +46,15 @@ func (a *App) withTenant(ctx context.Context, req *mcp.CallToolRequest, ro *orch
 	ids, _ := toolcontext.IDsFrom(ctx)
 	ids.Tenant = name
 	ctx = toolcontext.WithIDs(ctx, ids)
+	narrowToTenant(t, ro)
+	return ctx, t, true
+}
+
+// narrowToTenant narrows ro to tenant t: its tools, its limits.
+func narrowToTenant(t config.Tenant, ro *orchestrate.RunOptions) {
 	ro.AllowTool = func(tool string) bool { return tenancy.AllowsTool(t, tool) }
 	lim := t.Limits.Limits
 	ro.Limits = &lim
-	return ctx, t, true
 }
 
 // tenantTools keeps a tenant's caller to its tools: tools/list shows only

@@ -21,7 +21,11 @@
 // migrations (migrations/postgres), so that several replicas share them.
 // There, crash recovery is by lease: a replica renews the lease of the runs
 // it executes, and another marks a run interrupted only once its lease
-// lapsed ([Options.Lease]).
+// lapsed ([Options.Lease]). Background runs are jobs the replicas share
+// there: [Store.MarkBackground] marks one, [Store.TakeOrphans] hands those
+// of a dead replica to exactly one other (which resumes them), and a
+// cancel asked on one replica ([Store.RequestCancel]) is read by the one
+// running the run ([Store.Cancels]) in its lease loop ([Store.OnSweep]).
 //
 // A run has an owner, who started it (an HTTP client's credential, or ""
 // for the machine's own callers). Reads within an owner's [Scope] see only

@@ -111,6 +111,7 @@ func (s *Store) startLeases() {
 			} else if n > 0 {
 				s.log.Warn("marked runs whose lease lapsed interrupted", "count", n)
 			}
+			s.runSweep(ctx)
 			cancel()
 		}
 	}()

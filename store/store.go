@@ -230,8 +230,9 @@ type Store struct {
 	pg       bool          // the database is PostgreSQL
 	lease    time.Duration // Options.Lease, on PostgreSQL
 
-	leaseStop, leaseDone chan struct{} // the lease renewer's; nil on SQLite
-	lock                 *instanceLock // held while open, so other processes know the instance lives
+	leaseStop, leaseDone chan struct{}                         // the lease renewer's; nil on SQLite
+	sweep                atomic.Pointer[func(context.Context)] // OnSweep's
+	lock                 *instanceLock                         // held while open, so other processes know the instance lives
 
 	recovered int
 

@@ -90,24 +90,8 @@ func soakReplicas(ctx context.Context, o replicaOptions, stderr io.Writer) (*rep
 	if err != nil {
 		return nil, err
 	}
-	bin := filepath.Join(dir, "orchestra")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, ".")
-	build.Dir = o.root
-	if out, err := build.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("building orchestra (run from the repository root): %v\n%s", err, out)
-	}
-	fixture := o.fixture
-	if fixture == "" {
-		fixture = filepath.Join(dir, "fixtureserver")
-		build := exec.CommandContext(ctx, "go", "build", "-o", fixture, "./testdata/fixtureserver")
-		build.Dir = o.root
-		if out, err := build.CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("building the fixture server: %v\n%s", err, out)
-		}
-	}
-	cfgPath := filepath.Join(dir, "orchestra.yaml")
-	cfg := fmt.Sprintf("store:\n  url: %q\n  lease: %s\nmcpServers:\n  fx:\n    command: %q\nserver:\n  rate_limit:\n    requests_per_second: -1\n", dbURL, o.lease, fixture)
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+	bin, cfgPath, err := buildReplicas(ctx, dir, o.root, o.fixture, dbURL, o.lease)
+	if err != nil {
 		return nil, err
 	}
 
@@ -219,6 +203,33 @@ func soakReplicas(ctx context.Context, o replicaOptions, stderr io.Writer) (*rep
 	rep.interrupted = st.Runs[store.StatusInterrupted]
 	rep.stillRunning = st.Runs[store.StatusRunning]
 	return rep, nil
+}
+
+// buildReplicas builds orchestra and, unless fixture names one, the
+// fixture server from the repository at root into dir, and writes the
+// replicas' configuration there: the store at dbURL with lease, the
+// fixture server as fx. It returns the binary and the configuration.
+func buildReplicas(ctx context.Context, dir, root, fixture, dbURL string, lease time.Duration) (bin, cfgPath string, err error) {
+	bin = filepath.Join(dir, "orchestra")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, ".")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", "", fmt.Errorf("building orchestra (run from the repository root): %v\n%s", err, out)
+	}
+	if fixture == "" {
+		fixture = filepath.Join(dir, "fixtureserver")
+		build := exec.CommandContext(ctx, "go", "build", "-o", fixture, "./testdata/fixtureserver")
+		build.Dir = root
+		if out, err := build.CombinedOutput(); err != nil {
+			return "", "", fmt.Errorf("building the fixture server: %v\n%s", err, out)
+		}
+	}
+	cfgPath = filepath.Join(dir, "orchestra.yaml")
+	cfg := fmt.Sprintf("store:\n  url: %q\n  lease: %s\nmcpServers:\n  fx:\n    command: %q\nserver:\n  rate_limit:\n    requests_per_second: -1\n", dbURL, lease, fixture)
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		return "", "", err
+	}
+	return bin, cfgPath, nil
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) {

@@ -15,6 +15,22 @@ import (
 // interrupted, never before its lease lapsed, and the survivor keeps
 // serving.
 func TestTwoReplicas(t *testing.T) {
+	log := replicasLog(t)
+	r, err := soakReplicas(t.Context(), replicaOptions{duration: 2 * time.Second, clients: 3, lease: 3 * time.Second, sleepMS: 200, root: "../.."}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range r.problems() {
+		t.Error(p)
+	}
+	t.Logf("%+v", *r)
+}
+
+// replicasLog skips t in -short mode, and without PostgreSQL unless
+// pgtest.RequireEnv asks for it, and returns where the replicas log: stderr
+// with -v, nowhere otherwise.
+func replicasLog(t *testing.T) io.Writer {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("builds orchestra and runs two replicas")
 	}
@@ -24,16 +40,8 @@ func TestTwoReplicas(t *testing.T) {
 		}
 		t.Skip(err)
 	}
-	var log io.Writer = io.Discard
 	if testing.Verbose() {
-		log = os.Stderr
+		return os.Stderr
 	}
-	r, err := soakReplicas(t.Context(), replicaOptions{duration: 2 * time.Second, clients: 3, lease: 3 * time.Second, sleepMS: 200, root: "../.."}, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range r.problems() {
-		t.Error(p)
-	}
-	t.Logf("%+v", *r)
+	return io.Discard
 }
