@@ -85,7 +85,7 @@ func near(a, b float64) bool { return math.Abs(a-b) < 1e-12 }
 func TestCost(t *testing.T) {
 	pricing := llm.Prices{"planner-model": {Input: 2.5, Output: 10}, "agent-model": {Input: 0.15, Output: 0.6}}
 	const (
-		plannerCost = (1000*2.5 + 200*10) / 1e6                // 0.0045
+		plannerCost = (1000*2.5 + 200*10) / 1e6            // 0.0045
 		agentCost   = ((300+400)*0.15 + (50+60)*0.6) / 1e6 // 0.000171
 	)
 	app, env, metrics := costRun(t, pricing)
@@ -155,5 +155,3 @@ func TestNoPricingNoCost(t *testing.T) {
 		})
 	}
 }
-
-
