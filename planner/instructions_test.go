@@ -17,7 +17,7 @@ func TestInstructionLayers(t *testing.T) {
 	f := newFixture(t, m, fixtureOpts{})
 	long := "REQUEST-RULE " + strings.Repeat("y", 2*orchestrate.MaxInstructionBytes)
 	p := planner.New(planner.Options{Catalog: f.cat, Engine: f.engine, Model: m,
-		Instructions: orchestrate.Instructions{Operator: "OPERATOR-RULE", Tenant: "TENANT-RULE", Caller: "ignored: the request's own come from it"},
+		Instructions:  orchestrate.Instructions{Operator: "OPERATOR-RULE", Tenant: "TENANT-RULE", Caller: "ignored: the request's own come from it"},
 		ContextTokens: 10 * orchestrate.MaxInstructionBytes})
 	env, err := p.Ask(t.Context(), &orchestrate.Request{Prompt: "Write a blog post about AI", Context: &orchestrate.CallerContext{Instructions: long}})
 	if err != nil {
