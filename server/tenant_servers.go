@@ -31,13 +31,7 @@ func (a *App) prepareTenantServers(version string) {
 		if len(servers) == 0 {
 			continue
 		}
-		m := mcpserver.NewManager(servers, a.Catalog, mcpserver.Options{
-			Logger:           a.log.With("tenant", name),
-			ClientName:       "orchestra",
-			ClientVersion:    version,
-			MaxResponseBytes: a.Config.Limits.MaxDownstreamResponseBytes,
-			MaxDepth:         a.Config.Limits.MaxDepth,
-		})
+		m := mcpserver.NewManager(servers, a.Catalog, a.downstreamOptions(version, a.log.With("tenant", name)))
 		a.closers = append(a.closers, m.Close)
 		if a.tenantServers == nil {
 			a.tenantServers = map[string]*tenantServers{}
