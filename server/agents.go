@@ -103,7 +103,9 @@ func (a *App) orchestrateTool() registry.Tool {
 
 // agentScope narrows an agent's run to its caller's tenant: only the
 // tenant's tools, under its limits (and never agent_orchestrate). A
-// caller in no tenant is kept from the tenants' own servers.
+// caller in no tenant is kept from the tenants' own servers, when some
+// tenant has any (its agents are then scoped too, without
+// agent_orchestrate).
 func (a *App) agentScope(ctx context.Context) (orchestrate.RunOptions, bool) {
 	tenant := callerTenant(ctx)
 	t, ok := a.Config.Tenants[tenant]
