@@ -124,6 +124,9 @@ type TenantLimits struct {
 	// its reactive fallback: an agent whose own max_tool_steps is lower
 	// keeps it. It may not be above the global limits.max_tool_steps.
 	MaxToolSteps int `yaml:"max_tool_steps" json:"max_tool_steps"`
+	// MaxBackground caps the background runs the tenant's callers hold
+	// together; 0 leaves them bounded by limits.background_queue_depth.
+	MaxBackground int `yaml:"max_background" json:"max_background"`
 }
 
 // Planning reports whether the tenant may send prompts.
@@ -264,6 +267,11 @@ func (c *Config) checkTenantLimits(at string, tl TenantLimits) []string {
 		gSteps = planner.DefaultMaxToolSteps
 	}
 	check("max_tool_steps", int64(tl.MaxToolSteps), int64(gSteps))
+	gDepth := c.Limits.BackgroundQueueDepth
+	if gDepth == 0 {
+		gDepth = max(1, gPlans/2)
+	}
+	check("max_background", int64(tl.MaxBackground), int64(gDepth))
 	if l.MaxMemoryBytes != 0 {
 		problems = append(problems, at+".limits.max_memory_bytes cannot be set: it bounds the whole process, not a tenant's runs")
 	}
