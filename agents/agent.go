@@ -57,8 +57,24 @@ type Options struct {
 	// caller's agent never calls agent_orchestrate. ok false leaves the
 	// run unscoped.
 	Scope func(ctx context.Context) (ro orchestrate.RunOptions, ok bool)
+	// Profile, when set, returns what the caller in ctx adds to an
+	// agent's run: layers of instructions and a lower max_tool_steps.
+	Profile func(ctx context.Context) Profile
+	// Prices price the agents' model calls (metadata.cost_usd); a model
+	// without a price leaves the cost out.
+	Prices llm.Prices
 	// Logger receives the agents' logs; nil discards them.
 	Logger *slog.Logger
+}
+
+// Profile is what an agent's caller adds to its run.
+type Profile struct {
+	// Instructions are given to the agent's model after its request, in
+	// their order (the operator's, the tenant's, the request's own).
+	Instructions orchestrate.Instructions
+	// MaxToolSteps, when positive, lowers the agent's max_tool_steps: the
+	// lower of the two bounds the loop.
+	MaxToolSteps int
 }
 
 // Agent is one configured agent.
@@ -361,7 +377,11 @@ func (a *Agent) run(ctx context.Context, child *orchestrate.ChildRun, req *Execu
 		return
 	}
 	resp.Metadata.Model = model.Name()
-	user, err := a.userMessage(req)
+	var profile Profile
+	if a.opts.Profile != nil {
+		profile = a.opts.Profile(ctx)
+	}
+	user, err := a.userMessage(req, profile.Instructions)
 	if err != nil {
 		fail(orchestrate.CodeInvalidInput, err.Error())
 		return
@@ -386,6 +406,9 @@ func (a *Agent) run(ctx context.Context, child *orchestrate.ChildRun, req *Execu
 	maxSteps := a.Config.MaxToolSteps
 	if maxSteps == 0 {
 		maxSteps = DefaultMaxToolSteps
+	}
+	if n := profile.MaxToolSteps; n > 0 {
+		maxSteps = min(maxSteps, n)
 	}
 	var calls int
 	tl := &tally{}
@@ -474,6 +497,8 @@ func (a *Agent) generate(ctx context.Context, model llm.Model, child *orchestrat
 	} else {
 		resp.Metadata.TokensIn += out.Usage.InputTokens
 		resp.Metadata.TokensOut += out.Usage.OutputTokens
+		cost, priced := a.opts.Prices.Cost(out.Usage, model.Name(), out.Model)
+		resp.Metadata.price(cost, priced)
 		if out.Model != "" {
 			resp.Metadata.Model = out.Model
 		}
@@ -482,6 +507,9 @@ func (a *Agent) generate(ctx context.Context, model llm.Model, child *orchestrat
 			calls = append(calls, tc.Name)
 		}
 		rec.Output = map[string]any{"text": out.Text, "tool_calls": calls, "tokens_in": out.Usage.InputTokens, "tokens_out": out.Usage.OutputTokens}
+		if priced {
+			rec.Output.(map[string]any)["cost_usd"] = cost
+		}
 	}
 	child.Step("model", rec)
 	return out, err
@@ -587,7 +615,7 @@ func envelopeCode(structured any) string {
 }
 
 // userMessage is the request as the model reads it.
-func (a *Agent) userMessage(req *ExecutionRequest) (string, error) {
+func (a *Agent) userMessage(req *ExecutionRequest, in orchestrate.Instructions) (string, error) {
 	var b strings.Builder
 	if req.Action != "" {
 		act, ok := a.Config.Actions[req.Action]
@@ -626,6 +654,9 @@ func (a *Agent) userMessage(req *ExecutionRequest) (string, error) {
 	if len(req.SessionContext) > 0 {
 		p, _ := json.Marshal(req.SessionContext)
 		b.WriteString("Session context: " + string(p) + "\n\n")
+	}
+	if s := in.Render(); s != "" {
+		b.WriteString(s + "\n\n")
 	}
 	if s := strings.TrimSpace(req.AgentInstructions); s != "" {
 		b.WriteString("Instructions for this request: " + s + "\n\n")

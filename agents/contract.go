@@ -80,6 +80,10 @@ type Metadata struct {
 	TokensIn   int    `json:"tokens_in"`
 	TokensOut  int    `json:"tokens_out"`
 	DurationMS int64  `json:"duration_ms"`
+	// CostUSD is what the model calls cost, in US dollars, priced by the
+	// configuration's pricing; absent when a call's model has no price
+	// there (or no call was made).
+	CostUSD *float64 `json:"cost_usd,omitempty"`
 	// ExecID names the agent run's execution record, a child of the
 	// caller's.
 	ExecID string `json:"exec_id"`
@@ -91,6 +95,22 @@ type Metadata struct {
 	// ConfigVersion names the agent's configuration: a hash of its block
 	// (agents.<name>), the same as long as the block is.
 	ConfigVersion string `json:"config_version"`
+
+	unpriced bool // a model call had no price: no cost is known
+}
+
+// price adds the cost of one model call, or, when it had no price, makes
+// the whole cost unknown.
+func (m *Metadata) price(usd float64, priced bool) {
+	switch {
+	case m.unpriced:
+	case !priced:
+		m.unpriced, m.CostUSD = true, nil
+	case m.CostUSD == nil:
+		m.CostUSD = &usd
+	default:
+		*m.CostUSD += usd
+	}
 }
 
 // decodeRequest reads an ExecutionRequest from a tool's arguments,
@@ -183,6 +203,7 @@ func outputSchema(data *jsonschema.Schema) *jsonschema.Schema {
 				Properties: map[string]*jsonschema.Schema{
 					"agent": str(), "model": str(), "exec_id": str(),
 					"model_calls": integer(), "tool_calls": integer(), "tokens_in": integer(), "tokens_out": integer(), "duration_ms": integer(),
+					"cost_usd":       {Type: "number", Description: "What the model calls cost in US dollars, from the configured pricing; absent when a model has no price."},
 					"routing_mode":   {Type: "string", Enum: []any{RoutingAuto, RoutingManual}},
 					"tools":          {Type: "array", Items: str()},
 					"config_version": str(),

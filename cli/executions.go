@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -80,15 +81,26 @@ func cmdExecutions(ctx context.Context, env *cliEnv, args []string) int {
 		fmt.Fprintf(env.stderr, "orchestra: no execution records in %s\n", cfg.Store.Path)
 		return ExitOK
 	}
+	// The cost column shows only when a run of the page has one: runs
+	// whose models have no price (pricing) show none, never a guess.
+	costs := slices.ContainsFunc(page.Executions, func(e server.ExecutionSummary) bool { return e.CostUSD != nil })
 	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "EXEC ID\tSTARTED\tSTATUS\tSTEPS\tDURATION\tSOURCE\tERROR")
+	if costs {
+		fmt.Fprintln(tw, "EXEC ID\tSTARTED\tSTATUS\tSTEPS\tDURATION\tCOST\tSOURCE\tERROR")
+	} else {
+		fmt.Fprintln(tw, "EXEC ID\tSTARTED\tSTATUS\tSTEPS\tDURATION\tSOURCE\tERROR")
+	}
 	for _, e := range page.Executions {
 		status := e.Status
 		if e.Resumable {
 			status += " (resumable)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", e.ExecID, e.StartedAt.Local().Format(time.DateTime), status, e.Steps,
-			time.Duration(e.DurationMS)*time.Millisecond, e.Tool, e.Error)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t", e.ExecID, e.StartedAt.Local().Format(time.DateTime), status, e.Steps,
+			time.Duration(e.DurationMS)*time.Millisecond)
+		if costs {
+			fmt.Fprintf(tw, "%s\t", usd(e.CostUSD))
+		}
+		fmt.Fprintf(tw, "%s\t%s\n", e.Tool, e.Error)
 	}
 	tw.Flush()
 	if page.Next != "" {
@@ -123,6 +135,9 @@ func printExecution(env *cliEnv, ex server.Execution) {
 	if ex.Error != "" {
 		fmt.Fprintf(w, "error:    %s\n", ex.Error)
 	}
+	if ex.CostUSD != nil {
+		fmt.Fprintf(w, "cost:     %s\n", usd(ex.CostUSD))
+	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "STEP\tTOOL\tSTATUS\tATTEMPTS\tDURATION\tERROR")
@@ -151,4 +166,12 @@ func printExecution(env *cliEnv, ex server.Execution) {
 		fmt.Fprintf(w, "\n\ncontinue it: orchestra resume %s", ex.ExecID)
 	}
 	fmt.Fprintf(w, "\nthe envelope: orchestra executions --json %s\n", ex.ExecID)
+}
+
+// usd writes a cost in US dollars to the millionth, "" when none is known.
+func usd(c *float64) string {
+	if c == nil {
+		return ""
+	}
+	return fmt.Sprintf("$%.6f", *c)
 }

@@ -59,3 +59,50 @@ func TestExecutionsByTenant(t *testing.T) {
 		t.Errorf("without --tenant the CLI reads every run: exit %d\n%s", code, out)
 	}
 }
+
+// TestExecutionsCost: orchestra executions shows a run's cost (a COST
+// column, cost: for one run, cost_usd in JSON) only when it is known.
+func TestExecutionsCost(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "records.db")
+	st, err := store.Open(t.Context(), db, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cost := 0.004671
+	for _, r := range []store.Run{
+		{ExecID: "run-priced", Tool: "agent_orchestrate", Status: store.StatusSuccess, CostUSD: &cost},
+		{ExecID: "run-unpriced", Tool: "agent_orchestrate", Status: store.StatusSuccess},
+	} {
+		if err := st.StartRun(t.Context(), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cli := func(args ...string) string {
+		var out, errOut bytes.Buffer
+		if code := Run(context.Background(), append([]string{"executions", "--store", db}, args...), strings.NewReader(""), &out, &errOut); code != ExitOK {
+			t.Fatalf("%v: exit %d: %s", args, code, errOut.String())
+		}
+		return out.String()
+	}
+	list := cli()
+	if !strings.Contains(list, "COST") || !strings.Contains(list, "$0.004671") {
+		t.Errorf("the list has no cost column or figure:\n%s", list)
+	}
+	for _, line := range strings.Split(list, "\n") {
+		if strings.Contains(line, "run-unpriced") && strings.Contains(line, "$") {
+			t.Errorf("the unpriced run shows a cost: %s", line)
+		}
+	}
+	if one := cli("run-priced"); !strings.Contains(one, "cost:     $0.004671") {
+		t.Errorf("one run has no cost line:\n%s", one)
+	}
+	if one := cli("run-unpriced"); strings.Contains(one, "cost:") {
+		t.Errorf("an unpriced run shows a cost:\n%s", one)
+	}
+	if js := cli("--json"); !strings.Contains(js, `"cost_usd": 0.004671`) || strings.Count(js, "cost_usd") != 1 {
+		t.Errorf("the JSON page's costs:\n%s", js)
+	}
+}

@@ -50,6 +50,10 @@ type Config struct {
 	// Tenants group HTTP callers, each group with its own tools, limits,
 	// planner and records; see Tenant.
 	Tenants map[string]Tenant `yaml:"tenants,omitempty" json:"tenants,omitempty"`
+	// Pricing is what models cost, by model name, in US dollars per
+	// million tokens: runs, agents and records show a cost_usd only for
+	// models priced here.
+	Pricing llm.Prices `yaml:"pricing,omitempty" json:"pricing,omitempty"`
 	// ClientFinalTools are globs over tool names: a plan that reaches one
 	// of these tools pauses for its client to run it, as for the request's
 	// client_tools.
@@ -451,6 +455,7 @@ func (c *Config) validate() error {
 		problems = append(problems, validatePlanner(&p.Config)...)
 		problems = append(problems, p.validate()...)
 	}
+	problems = append(problems, c.Pricing.Validate()...)
 	for _, name := range slices.Sorted(maps.Keys(c.Agents)) {
 		problems = append(problems, c.Agents[name].Validate(name)...)
 		if m := c.Agents[name].Model; m != nil {

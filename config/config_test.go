@@ -275,6 +275,47 @@ func TestLoadDevZero(t *testing.T) {
 	}
 }
 
+// TestTenantsExample loads the README's example of tenants' profiles and
+// prices (examples/tenants/config.yaml).
+func TestTenantsExample(t *testing.T) {
+	c, err := config.Load(filepath.Join("..", "examples", "tenants", "config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	legal := c.Tenants["legal"]
+	if legal.Instructions == "" || legal.Limits.MaxToolSteps != 4 || legal.MCPServers["notes"].Command != "npx" || c.Planner.Instructions == "" {
+		t.Errorf("tenant legal %+v, planner %+v", legal, c.Planner)
+	}
+	if p := c.Pricing["gpt-4o-mini"]; p.Input != 0.15 || p.Output != 0.60 {
+		t.Errorf("pricing %+v", c.Pricing)
+	}
+}
+
+// TestTenantProfileErrors: what the tenants' profiles and the prices
+// refuse, each error naming its key.
+func TestTenantProfileErrors(t *testing.T) {
+	const auth = "server: {auth: {tokens: [{name: a, token_env: A}]}}\n"
+	long := strings.Repeat("x", orchestrate.MaxInstructionBytes+1)
+	for _, bad := range []struct{ yaml, want string }{
+		{auth + "tenants: {a: {match: {tokens: [a]}, limits: {max_tool_steps: 50}}}", `tenants.a.limits.max_tool_steps is 50, above the global 10: a tenant's limits may only lower the global ones`},
+		{auth + "limits: {max_tool_steps: 3}\ntenants: {a: {match: {tokens: [a]}, limits: {max_tool_steps: 4}}}", `tenants.a.limits.max_tool_steps is 4, above the global 3`},
+		{auth + "tenants: {a: {match: {tokens: [a]}, instrutions: hi}}", `unknown key "instrutions" in tenants.a; did you mean "instructions"?`},
+		{auth + "tenants: {a: {match: {tokens: [a]}, mcpServers: {n: {comand: x}}}}", `unknown key "comand" in tenants.a.mcpServers.n; did you mean "command"?`},
+		{"pricing: {gpt-4o: {inptu: 1}}", `unknown key "inptu" in pricing.gpt-4o; did you mean "input"?`},
+		{"pricing: {gpt-4o: {input: -1, output: 1}}", `pricing.gpt-4o: input and output must not be negative`},
+		{auth + "mcpServers: {n: {command: x}}\ntenants: {a: {match: {tokens: [a]}, mcpServers: {n: {command: y}}}}", `tenants.a.mcpServers.n: the name is taken by mcpServers`},
+		{auth + "tenants: {a: {match: {tokens: [a]}, instructions: " + long + "}}", `tenants.a.instructions is 8001 bytes, above the 8000`},
+		{"planner: {provider: scripted, script: s.json, instructions: " + long + "}", `planner.instructions is 8001 bytes`},
+	} {
+		if _, err := config.Parse([]byte(bad.yaml), noEnv); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%.120s: %v, want an error with %q", bad.yaml, err, bad.want)
+		}
+	}
+	if _, err := config.Parse([]byte(auth+"tenants: {a: {match: {tokens: [a]}, limits: {max_tool_steps: 10}}}"), noEnv); err != nil {
+		t.Errorf("a tenant's max_tool_steps equal to the global one: %v", err)
+	}
+}
+
 // TestForwardIDs: a server's forward_ids reads as it is written, and is
 // true when left out.
 func TestForwardIDs(t *testing.T) {

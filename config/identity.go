@@ -11,6 +11,8 @@ import (
 	"github.com/orchestra-mcp/orchestra/internal/duration"
 	"github.com/orchestra-mcp/orchestra/llm"
 	"github.com/orchestra-mcp/orchestra/orchestrate"
+	"github.com/orchestra-mcp/orchestra/planner"
+	"github.com/orchestra-mcp/orchestra/registry/mcpserver"
 )
 
 // NamedToken is a static bearer token with a name: the name is the user id
@@ -82,6 +84,17 @@ type Tenant struct {
 	// Limits lower the global limits for the tenant's runs; a limit above
 	// the global one is an error.
 	Limits TenantLimits `yaml:"limits" json:"limits"`
+	// Instructions are the tenant's own layer of instructions, after the
+	// operator's (planner.instructions) and before the request's
+	// (context.instructions) in the planning, answering and agents'
+	// requests of its callers. At most orchestrate.MaxInstructionBytes.
+	Instructions string `yaml:"instructions,omitempty" json:"instructions,omitempty"`
+	// MCPServers are downstream servers of the tenant's own, in the shape
+	// of the top-level mcpServers: only its callers list, plan with and
+	// call their tools, which are named <server>__<tool> like any
+	// downstream tool. Each starts when one of its callers first needs
+	// the tenant's tools, and its calls count in the tenant's limits.
+	MCPServers map[string]mcpserver.ServerConfig `yaml:"mcpServers,omitempty" json:"mcpServers,omitempty"`
 	// Planner replaces the global planner for the tenant's prompts.
 	Planner *llm.Config `yaml:"planner,omitempty" json:"planner,omitempty"`
 	// PlanningEnabled false refuses the tenant's prompts: it must send plans.
@@ -107,6 +120,10 @@ type TenantLimits struct {
 	orchestrate.Limits `yaml:",inline"`
 	// MaxConcurrentPlans caps the tenant's orchestrations running at once.
 	MaxConcurrentPlans int `yaml:"max_concurrent_plans" json:"max_concurrent_plans"`
+	// MaxToolSteps bounds the model turns of the tenant's agents and of
+	// its reactive fallback: an agent whose own max_tool_steps is lower
+	// keeps it. It may not be above the global limits.max_tool_steps.
+	MaxToolSteps int `yaml:"max_tool_steps" json:"max_tool_steps"`
 	// MaxBackground caps the background runs the tenant's callers hold
 	// together; 0 leaves them bounded by limits.background_queue_depth.
 	MaxBackground int `yaml:"max_background" json:"max_background"`
@@ -145,6 +162,10 @@ func (c *Config) validateIdentity() []string {
 			problems = append(problems, "server.auth.jwt.leeway must not be negative")
 		}
 	}
+	servers := map[string]string{} // server name -> where it is configured
+	for s := range c.MCPServers {
+		servers[s] = "mcpServers"
+	}
 	for _, name := range slices.Sorted(maps.Keys(c.Tenants)) {
 		t := c.Tenants[name]
 		at := "tenants." + name
@@ -166,10 +187,20 @@ func (c *Config) validateIdentity() []string {
 		}
 		for _, s := range t.Servers {
 			if _, ok := c.MCPServers[s]; !ok {
-				problems = append(problems, fmt.Sprintf("%s.servers names %q, which is not in mcpServers", at, s))
+				problems = append(problems, fmt.Sprintf("%s.servers names %q, which is not in mcpServers (a tenant's own servers, in its mcpServers, need no entry)", at, s))
 			}
 		}
 		problems = append(problems, c.checkTenantLimits(at, t.Limits)...)
+		problems = append(problems, checkInstructions(at+".instructions", t.Instructions)...)
+		for _, s := range slices.Sorted(maps.Keys(t.MCPServers)) {
+			if err := t.MCPServers[s].Validate(s); err != nil {
+				problems = append(problems, fmt.Sprintf("%s.mcpServers.%s: %v", at, s, err))
+			}
+			if owner, ok := servers[s]; ok {
+				problems = append(problems, fmt.Sprintf("%s.mcpServers.%s: the name is taken by %s; a server's name prefixes its tools' names, so each must be unique", at, s, owner))
+			}
+			servers[s] = at + ".mcpServers"
+		}
 		if rl := t.RateLimit; rl != nil {
 			if rl.RequestsPerSecond <= 0 {
 				problems = append(problems, at+".rate_limit.requests_per_second must be positive: leave rate_limit out for no tenant-wide limit")
@@ -231,6 +262,11 @@ func (c *Config) checkTenantLimits(at string, tl TenantLimits) []string {
 	check("max_model_calls", int64(l.MaxModelCalls), int64(g.MaxModelCalls))
 	check("max_agent_runs", int64(l.MaxAgentRuns), int64(g.MaxAgentRuns))
 	check("max_concurrent_plans", int64(tl.MaxConcurrentPlans), int64(gPlans))
+	gSteps := c.Limits.MaxToolSteps
+	if gSteps == 0 {
+		gSteps = planner.DefaultMaxToolSteps
+	}
+	check("max_tool_steps", int64(tl.MaxToolSteps), int64(gSteps))
 	gDepth := c.Limits.BackgroundQueueDepth
 	if gDepth == 0 {
 		gDepth = max(1, gPlans/2)

@@ -14,6 +14,11 @@ import (
 // the planner uses it.
 type Planner struct {
 	llm.Config `yaml:",inline"`
+	// Instructions are the operator's instructions, for every caller: the
+	// first layer of instructions in planning, answering and agents'
+	// requests, before the caller's tenant's and the request's own (see
+	// orchestrate.Instructions). At most orchestrate.MaxInstructionBytes.
+	Instructions string `yaml:"instructions,omitempty" json:"instructions,omitempty"`
 	// Fallback is "reactive" to run a bounded tool loop whenever no valid
 	// plan can be made, or "none" (the default); a request's own fallback
 	// wins.
@@ -73,8 +78,18 @@ func (p *Planner) validate() []string {
 	if p.Stream != "" && !slices.Contains(orchestrate.StreamPolicies, p.Stream) {
 		problems = append(problems, fmt.Sprintf("planner.stream must be one of %s, not %q", strings.Join(orchestrate.StreamPolicies, ", "), p.Stream))
 	}
+	problems = append(problems, checkInstructions("planner.instructions", p.Instructions)...)
 	if p.Insights != nil && *p.Insights < 0 {
 		problems = append(problems, "planner.insights must not be negative (0 shows none)")
 	}
 	return problems
+}
+
+// checkInstructions refuses a configured layer of instructions longer
+// than orchestrate.MaxInstructionBytes, rather than cutting it unseen.
+func checkInstructions(key, text string) []string {
+	if n := len(strings.TrimSpace(text)); n > orchestrate.MaxInstructionBytes {
+		return []string{fmt.Sprintf("%s is %d bytes, above the %d a layer of instructions may have: shorten it", key, n, orchestrate.MaxInstructionBytes)}
+	}
+	return nil
 }

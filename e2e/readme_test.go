@@ -43,6 +43,13 @@ func generated(t *testing.T) map[string]string {
 	}
 	sections["agents_example"] = "```yaml\n" + string(agentsConfig) + "```\n\n```json\n" + string(agentsPlan) + "```\n"
 
+	// The tenants' profiles and prices: the example config's tests load.
+	tenantsConfig, err := os.ReadFile("examples/tenants/config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sections["tenants_example"] = "```yaml\n" + string(tenantsConfig) + "```\n"
+
 	var ref strings.Builder
 	for _, c := range cli.Commands() {
 		fmt.Fprintf(&ref, "### `orchestra %s`\n\n%s\n\n```\norchestra %s %s\n", c.Name, c.Summary, c.Name, c.Args)

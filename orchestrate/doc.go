@@ -29,6 +29,7 @@
 //	codes.go           every Code: of issues, failures, skips and answers, with its meaning
 //	limits.go          the limits of one orchestration, which a request may only lower
 //	context.go         what a caller tells the planner besides the goal
+//	instructions.go    the layers of instructions: the operator's, the tenant's, the request's
 //	decode.go          the one decoding gate of a request: aliases, defaults, issues
 //	decode_step.go     the decoding of a step, its retry and an agent step
 //	decode_loop.go     the decoding of for_each loops and when conditions

@@ -88,8 +88,11 @@ type PlannerInfo struct {
 	Attempts     int    `json:"attempts"`
 	InputTokens  int    `json:"input_tokens"`
 	OutputTokens int    `json:"output_tokens"`
-	LastAnswer   string `json:"last_answer,omitempty"`
-	Fallback     string `json:"fallback,omitempty"`
+	// CostUSD is what the planner's model calls cost in US dollars, from
+	// the configuration's pricing; absent when its model has no price.
+	CostUSD    *float64 `json:"cost_usd,omitempty"`
+	LastAnswer string   `json:"last_answer,omitempty"`
+	Fallback   string   `json:"fallback,omitempty"`
 }
 
 // Error is a failure of a run or of one step.

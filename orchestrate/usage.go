@@ -11,12 +11,17 @@ type AgentUsage struct {
 	ToolCalls  int `json:"tool_calls"`
 	TokensIn   int `json:"tokens_in"`
 	TokensOut  int `json:"tokens_out"`
+	// CostUSD sums the agents' metadata.cost_usd; absent unless every
+	// agent that called a model has one (see the configuration's pricing).
+	CostUSD *float64 `json:"cost_usd,omitempty"`
 }
 
 // agentUsage sums the metadata of the agent steps among recs, at any
 // depth; nil when no agent step answered.
 func agentUsage(recs []*StepRecord) *AgentUsage {
 	var u AgentUsage
+	var cost float64
+	priced, costed := true, false
 	var walk func([]*StepRecord)
 	walk = func(rs []*StepRecord) {
 		for _, rec := range rs {
@@ -34,11 +39,18 @@ func agentUsage(recs []*StepRecord) *AgentUsage {
 			u.ToolCalls += count(md["tool_calls"])
 			u.TokensIn += count(md["tokens_in"])
 			u.TokensOut += count(md["tokens_out"])
+			if count(md["model_calls"]) > 0 {
+				c, ok := md["cost_usd"].(float64)
+				priced, costed, cost = priced && ok, true, cost+c
+			}
 		}
 	}
 	walk(recs)
 	if u.Runs == 0 {
 		return nil
+	}
+	if priced && costed {
+		u.CostUSD = &cost
 	}
 	return &u
 }

@@ -38,7 +38,7 @@ func contextText(c *orchestrate.CallerContext, budget int) string {
 		parts = append(parts, s)
 	}
 	if c.Instructions != "" {
-		add("Instructions from the caller:\n" + strings.TrimSpace(c.Instructions))
+		add(orchestrate.CallerInstructions(c.Instructions))
 	}
 	if len(c.Facts) > 0 {
 		var b strings.Builder
@@ -102,12 +102,31 @@ func (p *Planner) planningMessage(ctx context.Context, tool *Tool, req *orchestr
 	return msg
 }
 
-// contextPart is the caller's context as a part of a message, or "".
+// contextPart is the configured instructions and the caller's context as
+// a part of a message, or "": the operator's layer, the tenant's, then
+// the request's own (see orchestrate.Instructions).
 func (p *Planner) contextPart(c *orchestrate.CallerContext) string {
-	if text := contextText(c, p.contextTokens()); text != "" {
-		return "\n\n" + text
+	var parts []string
+	if text := p.opts.Instructions.Configured().Render(); text != "" {
+		parts = append(parts, text)
 	}
-	return ""
+	if text := contextText(c, p.contextTokens()); text != "" {
+		parts = append(parts, text)
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "\n\n" + strings.Join(parts, "\n\n")
+}
+
+// withInstructions returns ctx carrying every layer of instructions of
+// req, for the agents its plan runs.
+func (p *Planner) withInstructions(ctx context.Context, req *orchestrate.Request) context.Context {
+	in := p.opts.Instructions.Configured()
+	if req.Context != nil {
+		in.Caller = req.Context.Instructions
+	}
+	return orchestrate.WithInstructions(ctx, in)
 }
 
 // fallback is the request's fallback, else the configured one.

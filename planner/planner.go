@@ -63,6 +63,14 @@ type Options struct {
 	// Reflection asks the model for a one-sentence lesson after a failed
 	// run (one more model call).
 	Reflection bool
+	// Instructions are the configured layers of instructions (the
+	// operator's and the tenant's; Caller is ignored), given before the
+	// request's own in the planning and the answering requests, and to
+	// the agents of the plans it runs.
+	Instructions orchestrate.Instructions
+	// Prices price the model's calls (artifact.planner.cost_usd); a
+	// model without a price leaves the cost out.
+	Prices llm.Prices
 	// Stream is the policy of streamed planning with models that stream:
 	// orchestrate.StreamReadOnly (the default, ""), StreamOff or StreamAll;
 	// see orchestrate.Stream.
@@ -273,7 +281,7 @@ func (p *Planner) generate(ctx context.Context, info *orchestrate.PlannerInfo, r
 func (p *Planner) call(ctx context.Context, info *orchestrate.PlannerInfo, req *llm.Request) (*llm.Response, error) {
 	info.ModelCalls++
 	resp, err := p.opts.Model.Generate(ctx, req)
-	return account(info, resp, err)
+	return p.account(info, resp, err)
 }
 
 // spendModelCall draws one model call from the budget of the request ctx
@@ -286,7 +294,7 @@ func spendModelCall(ctx context.Context) error {
 
 // account records in info the outcome of one model call counted in
 // info.ModelCalls, and passes it on.
-func account(info *orchestrate.PlannerInfo, resp *llm.Response, err error) (*llm.Response, error) {
+func (p *Planner) account(info *orchestrate.PlannerInfo, resp *llm.Response, err error) (*llm.Response, error) {
 	if err != nil {
 		if errors.Is(err, llm.ErrInputRequired) {
 			info.ModelCalls-- // the call happens in the client's next round
@@ -297,6 +305,12 @@ func account(info *orchestrate.PlannerInfo, resp *llm.Response, err error) (*llm
 	info.OutputTokens += resp.Usage.OutputTokens
 	if resp.Model != "" && info.Model == "" {
 		info.Model = resp.Model
+	}
+	// Every call of the planner asks its one model: the totals priced
+	// at its price are the cost.
+	info.CostUSD = nil
+	if cost, ok := p.opts.Prices.Cost(llm.Usage{InputTokens: info.InputTokens, OutputTokens: info.OutputTokens}, p.opts.Model.Name(), info.Model); ok {
+		info.CostUSD = &cost
 	}
 	return resp, nil
 }

@@ -31,6 +31,7 @@ func (p *Planner) Run(ctx context.Context, req *orchestrate.Request) (*orchestra
 
 func (p *Planner) run(ctx context.Context, req *orchestrate.Request) (*orchestrate.Envelope, *Result, error) {
 	ctx = toolcontext.EnsureRequestID(ctx)
+	ctx = p.withInstructions(ctx, req)
 	// Planning, the run and the reactive fallback draw from one budget.
 	ctx = p.opts.Engine.Budgeted(ctx, req)
 	var (

@@ -79,7 +79,7 @@ func (p *Planner) generatePlan(ctx context.Context, info *orchestrate.PlannerInf
 	if err != nil {
 		st.Reject("the model's answer failed")
 	}
-	return account(info, resp, err)
+	return p.account(info, resp, err)
 }
 
 // partialPlan decodes the plan written so far: its complete calls, and

@@ -17,7 +17,6 @@ import (
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 	"github.com/orchestra-mcp/orchestra/registry"
 	"github.com/orchestra-mcp/orchestra/schemas"
-	"github.com/orchestra-mcp/orchestra/server/tenancy"
 )
 
 // addAgents adds the configured agents to the catalog, each the tool
@@ -38,6 +37,8 @@ func (a *App) addAgents() error {
 		ModelFor:    a.agentModel,
 		Orchestrate: &orch,
 		Scope:       a.agentScope,
+		Profile:     a.agentProfile,
+		Prices:      a.Config.Pricing,
 		Logger:      a.log,
 	})
 	if err != nil {
@@ -178,13 +179,38 @@ func (a *App) orchestrateTool() registry.Tool {
 }
 
 // agentScope narrows an agent's run to its caller's tenant: only the
-// tenant's tools, under its limits (and never agent_orchestrate).
+// tenant's tools, under its limits (and never agent_orchestrate). A
+// caller in no tenant is kept from the tenants' own servers, when some
+// tenant has any (its agents are then scoped too, without
+// agent_orchestrate).
 func (a *App) agentScope(ctx context.Context) (orchestrate.RunOptions, bool) {
 	tenant := callerTenant(ctx)
-	if tenant == "" {
+	t, ok := a.Config.Tenants[tenant]
+	if !ok {
+		if allow := a.tenancy.Filter(""); allow != nil {
+			return orchestrate.RunOptions{AllowTool: allow}, true
+		}
 		return orchestrate.RunOptions{}, false
 	}
-	t := a.Config.Tenants[tenant]
 	lim := t.Limits.Limits
-	return orchestrate.RunOptions{AllowTool: func(name string) bool { return tenancy.AllowsTool(t, name) }, Limits: &lim}, true
+	return orchestrate.RunOptions{AllowTool: a.tenancy.Filter(tenant), Limits: &lim}, true
+}
+
+// agentProfile is what the caller in ctx adds to an agent's run: the
+// layers of instructions (its request's, when a plan of the prompt path
+// runs the agent; else the configured ones of its tenant) and its
+// tenant's max_tool_steps.
+func (a *App) agentProfile(ctx context.Context) agents.Profile {
+	var p agents.Profile
+	t := a.Config.Tenants[callerTenant(ctx)]
+	if in, ok := orchestrate.InstructionsFrom(ctx); ok {
+		p.Instructions = in
+	} else {
+		if a.Config.Planner != nil {
+			p.Instructions.Operator = a.Config.Planner.Instructions
+		}
+		p.Instructions.Tenant = t.Instructions
+	}
+	p.MaxToolSteps = t.Limits.MaxToolSteps
+	return p
 }

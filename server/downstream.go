@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"log/slog"
 
 	"github.com/orchestra-mcp/orchestra/registry/mcpserver"
 )
@@ -13,15 +14,7 @@ func (a *App) startDownstream(ctx context.Context, version string) {
 	if len(a.Config.MCPServers) == 0 {
 		return
 	}
-	a.downstream = mcpserver.NewManager(a.Config.MCPServers, a.Catalog, mcpserver.Options{
-		Logger:        a.log,
-		ClientName:    "orchestra",
-		ClientVersion: version,
-		// A downstream result may be up to this large as JSON.
-		MaxResponseBytes: a.Config.Limits.MaxDownstreamResponseBytes,
-		// An orchestra listed as its own downstream server stops here.
-		MaxDepth: a.Config.Limits.MaxDepth,
-	})
+	a.downstream = mcpserver.NewManager(a.Config.MCPServers, a.Catalog, a.downstreamOptions(version, a.log))
 	a.downstream.Start(ctx)
 	a.closers = append(a.closers, a.downstream.Close)
 	for _, st := range a.downstream.Status() {
@@ -30,6 +23,20 @@ func (a *App) startDownstream(ctx context.Context, version string) {
 		} else {
 			a.log.Debug("downstream server", "server", st.Name, "state", st.State, "tools", len(st.Tools))
 		}
+	}
+}
+
+// downstreamOptions are the options of a manager of downstream servers,
+// the configuration's and a tenant's alike.
+func (a *App) downstreamOptions(version string, log *slog.Logger) mcpserver.Options {
+	return mcpserver.Options{
+		Logger:        log,
+		ClientName:    "orchestra",
+		ClientVersion: version,
+		// A downstream result may be up to this large as JSON.
+		MaxResponseBytes: a.Config.Limits.MaxDownstreamResponseBytes,
+		// An orchestra listed as its own downstream server stops here.
+		MaxDepth: a.Config.Limits.MaxDepth,
 	}
 }
 

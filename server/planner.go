@@ -60,6 +60,10 @@ func newPlanner(cfg *config.Config, cat *registry.Catalog, engine *orchestrate.E
 	fallback, contextTokens, insights, reflection := cfg.Planner.PlannerOptions()
 	ps.options = planner.Options{Fallback: fallback, ContextTokens: contextTokens, Lessons: learned, Insights: insights, Reflection: reflection}
 	ps.options.Stream = cfg.Planner.StreamPolicy()
+	ps.options.Prices = cfg.Pricing
+	if cfg.Planner != nil {
+		ps.options.Instructions.Operator = cfg.Planner.Instructions
+	}
 	opts := ps.options
 	opts.Catalog, opts.Engine, opts.Model, opts.Forbidden = cat, engine, ps.model, forbidden
 	opts.Attempts, opts.MaxToolSteps, opts.Logger = cfg.Limits.PlannerAttempts, cfg.Limits.MaxToolSteps, log

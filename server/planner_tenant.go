@@ -24,7 +24,7 @@ type tenantPlanner struct {
 }
 
 // newTenantPlanners builds the planner of every tenant.
-func newTenantPlanners(cfg *config.Config, cat *registry.Catalog, engine *orchestrate.Engine, forbidden func(string) bool, global *plannerSetup, log *slog.Logger) (map[string]*tenantPlanner, error) {
+func newTenantPlanners(cfg *config.Config, tenants *tenancy.Table, cat *registry.Catalog, engine *orchestrate.Engine, forbidden func(string) bool, global *plannerSetup, log *slog.Logger) (map[string]*tenantPlanner, error) {
 	out := map[string]*tenantPlanner{}
 	for name, t := range cfg.Tenants {
 		tp := &tenantPlanner{model: global.model}
@@ -35,15 +35,26 @@ func newTenantPlanners(cfg *config.Config, cat *registry.Catalog, engine *orches
 			}
 			tp.model = m
 		}
-		t := t
-		opts := global.options // the planner block's fallback, context budget and lessons
+		allow := tenants.Filter(name)
+		opts := global.options // the planner block's fallback, context budget, lessons, instructions and prices
 		opts.Catalog, opts.Engine, opts.Model = cat, engine, tp.model
-		opts.Forbidden = func(n string) bool { return forbidden(n) || !tenancy.AllowsTool(t, n) }
-		opts.Attempts, opts.MaxToolSteps, opts.Logger = cfg.Limits.PlannerAttempts, cfg.Limits.MaxToolSteps, log.With("tenant", name)
+		opts.Forbidden = func(n string) bool { return forbidden(n) || !allow(n) }
+		opts.Attempts, opts.MaxToolSteps, opts.Logger = cfg.Limits.PlannerAttempts, toolSteps(cfg.Limits.MaxToolSteps, t), log.With("tenant", name)
+		opts.Instructions.Tenant = t.Instructions
 		tp.base = planner.New(opts)
 		out[name] = tp
 	}
 	return out, nil
+}
+
+// toolSteps is the max_tool_steps of tenant t's model loops: its own
+// when it sets one (never above the global, which the configuration
+// checks), else the global.
+func toolSteps(global int, t config.Tenant) int {
+	if n := t.Limits.MaxToolSteps; n > 0 && (global <= 0 || n < global) {
+		return n
+	}
+	return global
 }
 
 // plannerFor returns the planner and model of req's caller: its tenant's,

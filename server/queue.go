@@ -150,7 +150,7 @@ func (a *App) takeOne() bool {
 	if t, ok := a.Config.Tenants[o.Tenant]; ok && o.Tenant != "" {
 		claim.Tenant, claim.TenantMax = o.Tenant, t.Limits.MaxConcurrentPlans
 		bc.tenantMax = t.Limits.MaxBackground
-		narrowToTenant(t, &ro)
+		a.narrowToTenant(o.Tenant, t, &ro)
 	}
 	// It counts among its owner's and tenant's background runs here, as
 	// on the replica that died.

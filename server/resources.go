@@ -73,6 +73,9 @@ type ExecutionSummary struct {
 	DurationMS int64      `json:"duration_ms"`
 	Steps      int        `json:"steps"`
 	Error      string     `json:"error,omitempty"`
+	// CostUSD is what the run's model calls cost in US dollars, from the
+	// configuration's pricing; absent when a model it called has no price.
+	CostUSD *float64 `json:"cost_usd,omitempty"`
 	// Parent is the record of the run that started this one, if any.
 	Parent string `json:"parent,omitempty"`
 	// ParentExecID is that run's exec id.
@@ -119,6 +122,7 @@ func Summary(r *store.Run) ExecutionSummary {
 		ExecID: r.ExecID, URI: RecordURI(r.ExecID), Status: string(r.Status), Tool: r.Tool, RequestID: r.RequestID,
 		UserID: r.UserID, Tenant: r.Tenant,
 		StartedAt: r.StartedAt, DurationMS: r.DurationMS, Steps: r.StepCount, Error: r.Error, Resumable: r.Resumable,
+		CostUSD: r.CostUSD,
 	}
 	if r.ParentExecID != "" {
 		s.ParentExecID, s.Parent = r.ParentExecID, RecordURI(r.ParentExecID)

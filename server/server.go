@@ -98,6 +98,11 @@ type App struct {
 
 	downstream *mcpserver.Manager // nil without mcpServers
 	agents     []*agents.Agent    // the configured agents, sorted by name
+
+	tenancy *tenancy.Table // nil without tenants
+	// tenantServers are the tenants' own downstream servers, by tenant,
+	// each started when one of its callers first needs them.
+	tenantServers map[string]*tenantServers
 }
 
 // New builds an App from a configuration.
@@ -126,7 +131,8 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		return nil, err
 	}
 	a.slots = fairshare.New(fairshare.Options{Slots: cfg.Limits.MaxConcurrentPlans, OwnerShare: cfg.Limits.PlansPerOwner, TenantShare: cfg.Limits.PlansPerTenant})
-	tokens, err := httpedge.LoadTokens(cfg.Server.Auth, tenancy.NewTable(cfg.Tenants), os.LookupEnv)
+	a.tenancy = tenancy.NewTable(cfg.Tenants)
+	tokens, err := httpedge.LoadTokens(cfg.Server.Auth, a.tenancy, os.LookupEnv)
 	if err != nil {
 		return nil, err
 	}
@@ -163,6 +169,11 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	a.secrets = secrets.Of(cfg)
 	// A plan may never start an orchestration on its own server.
 	forbidden := func(name string) bool { return name == orchestrate.ToolName }
+	// The global planner never offers a tenant's own servers' tools.
+	global := forbidden
+	if a.tenancy.Private() {
+		global = func(name string) bool { return forbidden(name) || a.tenancy.Owner(name) != "" }
+	}
 	learned := records.NewLessons(a.store, log)
 	// The engine's hooks feed the records, the insights, the logs and the telemetry,
 	// then the caller's; requests add progress and client logs (orchestrateHandler).
@@ -179,10 +190,10 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		Pauses:      records.NewPauses(a.store, log),
 		ClientFinal: clientFinal(cfg.ClientFinalTools),
 	})
-	if a.planner, err = newPlanner(cfg, cat, a.Engine, forbidden, learned, log); err != nil {
+	if a.planner, err = newPlanner(cfg, cat, a.Engine, global, learned, log); err != nil {
 		return nil, err
 	}
-	if a.tenantPlanners, err = newTenantPlanners(cfg, cat, a.Engine, forbidden, a.planner, log); err != nil {
+	if a.tenantPlanners, err = newTenantPlanners(cfg, a.tenancy, cat, a.Engine, forbidden, a.planner, log); err != nil {
 		return nil, err
 	}
 	if err := a.addAgents(); err != nil {
@@ -203,6 +214,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	a.sync()
 	cat.OnChange(a.sync)
 	a.startDownstream(ctx, opts.Version)
+	a.prepareTenantServers(opts.Version)
 	built = true
 	return a, nil
 }

@@ -34,34 +34,40 @@ func (a *App) tenant(ti *auth.TokenInfo) (string, config.Tenant, bool) {
 
 // withTenant scopes a request's runs to its caller's tenant: the tenant
 // is recorded with the run's ids, the catalog narrowed to its tools and
-// the limits lowered to its own.
+// the limits lowered to its own. A caller in no tenant is kept from the
+// tenants' own servers.
 func (a *App) withTenant(ctx context.Context, req *mcp.CallToolRequest, ro *orchestrate.RunOptions) (context.Context, config.Tenant, bool) {
-	if req.Extra == nil {
-		return ctx, config.Tenant{}, false
+	var name string
+	var t config.Tenant
+	ok := false
+	if req.Extra != nil {
+		name, t, ok = a.tenant(req.Extra.TokenInfo)
 	}
-	name, t, ok := a.tenant(req.Extra.TokenInfo)
 	if !ok {
+		ro.AllowTool = a.tenancy.Filter("")
 		return ctx, config.Tenant{}, false
 	}
 	ids, _ := toolcontext.IDsFrom(ctx)
 	ids.Tenant = name
 	ctx = toolcontext.WithIDs(ctx, ids)
-	narrowToTenant(t, ro)
+	a.narrowToTenant(name, t, ro)
 	return ctx, t, true
 }
 
-// narrowToTenant narrows ro to tenant t: its tools, its limits.
-func narrowToTenant(t config.Tenant, ro *orchestrate.RunOptions) {
-	ro.AllowTool = func(tool string) bool { return tenancy.AllowsTool(t, tool) }
+// narrowToTenant narrows ro to tenant name, t: its tools, its limits.
+func (a *App) narrowToTenant(name string, t config.Tenant, ro *orchestrate.RunOptions) {
+	ro.AllowTool = a.tenancy.Filter(name)
 	lim := t.Limits.Limits
 	ro.Limits = &lim
 }
 
-// tenantTools keeps a tenant's caller to its tools: tools/list shows only
-// them (and agent_orchestrate), and a tools/call of another is refused as
-// an unknown tool. With tenants, a tools/list answer depends on its
-// caller: it is marked private, so that no intermediary serves one
-// caller's list to another.
+// tenantTools keeps a tenant's caller to its tools, and every caller from
+// the tenants' own servers but its own: tools/list shows only them (and
+// agent_orchestrate), and a tools/call of another is refused as an
+// unknown tool. A tenant's own servers start when its callers first list
+// or call tools. With tenants, a tools/list answer depends on its caller:
+// it is marked private, so that no intermediary serves one caller's list
+// to another.
 func (a *App) tenantTools(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (res mcp.Result, err error) {
 		if method != "tools/list" && method != "tools/call" {
@@ -74,34 +80,34 @@ func (a *App) tenantTools(next mcp.MethodHandler) mcp.MethodHandler {
 				}
 			}()
 		}
-		extra := req.GetExtra()
-		if extra == nil {
-			return next(ctx, method, req)
+		var tenant string
+		if extra := req.GetExtra(); extra != nil {
+			tenant, _, _ = a.tenant(extra.TokenInfo)
 		}
-		_, t, ok := a.tenant(extra.TokenInfo)
-		if !ok {
+		a.ensureTenantServers(ctx, tenant)
+		allow := a.tenancy.Filter(tenant)
+		if allow == nil {
 			return next(ctx, method, req)
 		}
 		if r, isCall := req.(*mcp.CallToolRequest); isCall && r.Params != nil {
-			if r.Params.Name != orchestrate.ToolName && r.Params.Name != DiscoveryToolName && !tenancy.AllowsTool(t, r.Params.Name) {
+			if r.Params.Name != orchestrate.ToolName && r.Params.Name != DiscoveryToolName && !allow(r.Params.Name) {
 				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q; tools/list shows the tools you may call", r.Params.Name)}
 			}
 			return next(ctx, method, req)
 		}
 		res, err = next(ctx, method, req)
 		if lr, ok := res.(*mcp.ListToolsResult); ok && err == nil {
-			a.scopeToolList(lr, t)
+			a.scopeToolList(lr, allow)
 		}
 		return res, err
 	}
 }
 
-// scopeToolList narrows a tools/list result to tenant t's tools. Nothing in
-// it names another tool: agent_orchestrate's description lists only the
-// tenant's unlisted tools, and orchestra_tools, which describes those, is
-// listed only when there are some.
-func (a *App) scopeToolList(lr *mcp.ListToolsResult, t config.Tenant) {
-	allow := func(name string) bool { return tenancy.AllowsTool(t, name) }
+// scopeToolList narrows a tools/list result to the tools allow accepts.
+// Nothing in it names another tool: agent_orchestrate's description lists
+// only the caller's unlisted tools, and orchestra_tools, which describes
+// those, is listed only when there are some.
+func (a *App) scopeToolList(lr *mcp.ListToolsResult, allow func(string) bool) {
 	unlisted := a.unlistedFor(allow)
 	lr.Tools = slices.DeleteFunc(slices.Clone(lr.Tools), func(tool *mcp.Tool) bool {
 		switch tool.Name {
@@ -131,14 +137,11 @@ func (a *App) unlistedFor(allow func(string) bool) []registry.Tool {
 }
 
 // callerTools returns what the caller of extra may call: nil for every
-// tool, or its tenant's filter.
+// tool, or its filter (tenancy.Table.Filter).
 func (a *App) callerTools(extra *mcp.RequestExtra) func(string) bool {
-	if extra == nil {
-		return nil
+	var tenant string
+	if extra != nil {
+		tenant, _, _ = a.tenant(extra.TokenInfo)
 	}
-	_, t, ok := a.tenant(extra.TokenInfo)
-	if !ok {
-		return nil
-	}
-	return func(name string) bool { return tenancy.AllowsTool(t, name) }
+	return a.tenancy.Filter(tenant)
 }

@@ -264,7 +264,10 @@ func TestMigrateCancelledStatus(t *testing.T) {
 			db.Close()
 
 			s := openTest(t, path, Options{})
-			if after := schemaOf(t, s.reader, pg); !slices.Equal(after, before) {
+			// Later migrations add their columns (0015 cost_usd); 0012
+			// keeps every one it found.
+			later := func(c string) bool { return strings.HasPrefix(c, "cost_usd ") }
+			if after := slices.DeleteFunc(schemaOf(t, s.reader, pg), later); !slices.Equal(after, before) {
 				t.Errorf("the columns and indexes of runs changed:\nbefore %q\nafter  %q", before, after)
 			}
 			if after := seqOf(t, s.reader); !slices.Equal(after, seqs) {

@@ -335,7 +335,7 @@ func decodeCursor(s string) (cursor, error) {
 }
 
 const runColumns = `exec_id, request_id, owner, user_id, tenant, tool, status, started_at, finished_at, duration_ms, step_count, error, parent_exec_id,
-	goal, first_step, tokens_in, tokens_out, ` + resumeColumn
+	goal, first_step, tokens_in, tokens_out, cost_usd, ` + resumeColumn
 
 // scanRun scans runColumns followed by extra destinations.
 func scanRun(row interface{ Scan(...any) error }, extra ...any) (*Run, error) {
@@ -344,10 +344,14 @@ func scanRun(row interface{ Scan(...any) error }, extra ...any) (*Run, error) {
 	var started int64
 	var finished sql.NullInt64
 	var resume int
+	var cost sql.NullFloat64
 	dest := append([]any{&r.ExecID, &r.RequestID, &r.Owner, &r.UserID, &r.Tenant, &r.Tool, &status, &started, &finished,
-		&r.DurationMS, &r.StepCount, &r.Error, &r.ParentExecID, &r.Goal, &r.FirstStep, &r.TokensIn, &r.TokensOut, &resume}, extra...)
+		&r.DurationMS, &r.StepCount, &r.Error, &r.ParentExecID, &r.Goal, &r.FirstStep, &r.TokensIn, &r.TokensOut, &cost, &resume}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return nil, err
+	}
+	if cost.Valid {
+		r.CostUSD = &cost.Float64
 	}
 	r.Status = Status(status)
 	r.resumeState(resume)
@@ -396,8 +400,9 @@ func isConstraint(err error, code int) bool {
 
 // envelopeFacts are what FinishRun reads from a run's envelope.
 type envelopeFacts struct {
-	err                 string // the first error, "code: message"
-	tokensIn, tokensOut int64  // the model tokens it counts
+	err                 string   // the first error, "code: message"
+	tokensIn, tokensOut int64    // the model tokens it counts
+	costUSD             *float64 // what they cost; nil when a model had no price
 }
 
 // readEnvelope reads the model tokens a result envelope counts — its
@@ -419,12 +424,16 @@ func readEnvelope(envelope json.RawMessage, withError bool) envelopeFacts {
 			Errors           []apiError `json:"errors"`
 			ValidationErrors []apiError `json:"validation_errors"`
 			Planner          *struct {
-				InputTokens  int64 `json:"input_tokens"`
-				OutputTokens int64 `json:"output_tokens"`
+				ModelCalls   int64    `json:"model_calls"`
+				InputTokens  int64    `json:"input_tokens"`
+				OutputTokens int64    `json:"output_tokens"`
+				CostUSD      *float64 `json:"cost_usd"`
 			} `json:"planner"`
 			Agents *struct {
-				TokensIn  int64 `json:"tokens_in"`
-				TokensOut int64 `json:"tokens_out"`
+				ModelCalls int64    `json:"model_calls"`
+				TokensIn   int64    `json:"tokens_in"`
+				TokensOut  int64    `json:"tokens_out"`
+				CostUSD    *float64 `json:"cost_usd"`
 			} `json:"agents"`
 			Steps []struct {
 				Type   string          `json:"type"`
@@ -437,20 +446,41 @@ func readEnvelope(envelope json.RawMessage, withError bool) envelopeFacts {
 	}
 	var f envelopeFacts
 	a := env.Artifact
+	// The cost is known when every part that called a model is priced.
+	var cost float64
+	priced, costed := true, false
+	addCost := func(calls bool, usd *float64) {
+		if !calls {
+			return
+		}
+		costed = true
+		if usd == nil {
+			priced = false
+			return
+		}
+		cost += *usd
+	}
 	if p := a.Planner; p != nil {
 		f.tokensIn, f.tokensOut = p.InputTokens, p.OutputTokens
+		addCost(p.ModelCalls > 0, p.CostUSD)
 	}
 	if ag := a.Agents; ag != nil {
 		f.tokensIn, f.tokensOut = f.tokensIn+ag.TokensIn, f.tokensOut+ag.TokensOut
+		addCost(ag.ModelCalls > 0, ag.CostUSD)
 	}
 	for _, st := range a.Steps {
 		var turn struct {
-			TokensIn  int64 `json:"tokens_in"`
-			TokensOut int64 `json:"tokens_out"`
+			TokensIn  int64    `json:"tokens_in"`
+			TokensOut int64    `json:"tokens_out"`
+			CostUSD   *float64 `json:"cost_usd"`
 		}
 		if st.Type == "model" && json.Unmarshal(st.Output, &turn) == nil {
 			f.tokensIn, f.tokensOut = f.tokensIn+turn.TokensIn, f.tokensOut+turn.TokensOut
+			addCost(turn.TokensIn+turn.TokensOut > 0 || turn.CostUSD != nil, turn.CostUSD) // a failed call used none
 		}
+	}
+	if priced && costed {
+		f.costUSD = &cost
 	}
 	if !withError {
 		return f

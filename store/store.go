@@ -118,6 +118,10 @@ type Run struct {
 	// counts: its planner's, its agents', or an agent run's model turns.
 	// FinishRun sets them; they are 0 for a run that used no model.
 	TokensIn, TokensOut int64
+	// CostUSD is what those model calls cost in US dollars, from the
+	// configuration's pricing; nil when a model the run called has no
+	// price, or it called none.
+	CostUSD *float64
 }
 
 // StepRecord is the record of one step of a run.

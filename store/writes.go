@@ -164,8 +164,8 @@ type statements struct {
 const (
 	insertRunSQL = `INSERT INTO runs
 		(exec_id, request_id, tool, status, started_at, finished_at, duration_ms, plan, envelope, step_count, error, instance, owner,
-		 user_id, tenant, lease_until, parent_exec_id, goal, first_step, tokens_in, tokens_out)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+		 user_id, tenant, lease_until, parent_exec_id, goal, first_step, tokens_in, tokens_out, cost_usd)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	upsertStepSQL = `INSERT INTO steps
 		(exec_id, step_id, idx, path, tool, status, started_at, duration_ms, attempts, output, error, kind, arguments, step_exec_id)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -175,13 +175,13 @@ const (
 			attempts = excluded.attempts, output = excluded.output, error = excluded.error,
 			kind = excluded.kind, arguments = excluded.arguments, step_exec_id = excluded.step_exec_id`
 	finishRunSQL = `UPDATE runs SET
-		status = ?, envelope = ?, finished_at = ?, error = ?, tokens_in = ?, tokens_out = ?,
+		status = ?, envelope = ?, finished_at = ?, error = ?, tokens_in = ?, tokens_out = ?, cost_usd = ?,
 		duration_ms = max(0, (? - started_at) / 1000000),
 		step_count = CASE WHEN ? > 0 THEN ? ELSE step_count END
 		WHERE exec_id = ?`
 	// PostgreSQL's max is an aggregate; greatest is its scalar max.
 	pgFinishRunSQL = `UPDATE runs SET
-		status = ?, envelope = ?, finished_at = ?, error = ?, tokens_in = ?, tokens_out = ?,
+		status = ?, envelope = ?, finished_at = ?, error = ?, tokens_in = ?, tokens_out = ?, cost_usd = ?,
 		duration_ms = greatest(0, (?::bigint - started_at) / 1000000),
 		step_count = CASE WHEN ?::bigint > 0 THEN ?::bigint ELSE step_count END
 		WHERE exec_id = ?`
@@ -271,11 +271,11 @@ func (w *startRunWrite) encode() error {
 func (w *startRunWrite) apply(ctx context.Context, tx *sql.Tx, st *statements) error {
 	r := w.r
 	status, finishedAt, duration, envelope, errText, steps := r.Status, r.FinishedAt, r.DurationMS, w.envelope, r.Error, r.StepCount
-	tokensIn, tokensOut := r.TokensIn, r.TokensOut
+	tokensIn, tokensOut, cost := r.TokensIn, r.TokensOut, nullCost(r.CostUSD)
 	if f := w.finish; f != nil {
 		// What finishRunSQL would set.
 		status, finishedAt, envelope, errText = f.status, f.finishedAt, f.envelope, f.errText
-		tokensIn, tokensOut = f.tokensIn, f.tokensOut
+		tokensIn, tokensOut, cost = f.tokensIn, f.tokensOut, nullCost(f.costUSD)
 		duration = max(0, (f.finishedAt.UnixNano()-r.StartedAt.UnixNano())/int64(time.Millisecond))
 		if f.stepCount > 0 {
 			steps = f.stepCount
@@ -284,7 +284,7 @@ func (w *startRunWrite) apply(ctx context.Context, tx *sql.Tx, st *statements) e
 	_, err := bind(ctx, tx, st.insertRun).ExecContext(ctx,
 		r.ExecID, r.RequestID, r.Tool, string(status), r.StartedAt.UnixNano(), nullTime(finishedAt),
 		duration, w.plan, envelope, steps, errText, w.instance, r.Owner,
-		r.UserID, r.Tenant, w.leaseUntil, r.ParentExecID, r.Goal, r.FirstStep, tokensIn, tokensOut)
+		r.UserID, r.Tenant, w.leaseUntil, r.ParentExecID, r.Goal, r.FirstStep, tokensIn, tokensOut, cost)
 	if isConstraint(err, sqlite3.SQLITE_CONSTRAINT_UNIQUE) || isPGConstraint(err, pgUniqueViolation) {
 		return fmt.Errorf("%s: %w", w, ErrExists)
 	}
@@ -361,6 +361,7 @@ type finishRunWrite struct {
 	envelope            sql.NullString
 	errText             string
 	tokensIn, tokensOut int64
+	costUSD             *float64
 }
 
 func (s *Store) finishRun(execID string, status Status, envelope json.RawMessage, finishedAt time.Time, stepCount int) (*finishRunWrite, error) {
@@ -383,13 +384,13 @@ func (w *finishRunWrite) encode() error {
 		return fmt.Errorf("%s: envelope: %w", w, err)
 	}
 	facts := readEnvelope(w.raw, w.status != StatusSuccess)
-	w.errText, w.tokensIn, w.tokensOut = facts.err, facts.tokensIn, facts.tokensOut
+	w.errText, w.tokensIn, w.tokensOut, w.costUSD = facts.err, facts.tokensIn, facts.tokensOut, facts.costUSD
 	return nil
 }
 
 func (w *finishRunWrite) apply(ctx context.Context, tx *sql.Tx, st *statements) error {
 	at := w.finishedAt.UnixNano()
-	args := []any{string(w.status), w.envelope, at, w.errText, w.tokensIn, w.tokensOut, at, w.stepCount, w.stepCount, w.id}
+	args := []any{string(w.status), w.envelope, at, w.errText, w.tokensIn, w.tokensOut, nullCost(w.costUSD), at, w.stepCount, w.stepCount, w.id}
 	if st.fence != "" {
 		args = append(args, st.fence)
 	}
@@ -405,4 +406,12 @@ func (w *finishRunWrite) apply(ctx context.Context, tx *sql.Tx, st *statements) 
 		return fmt.Errorf("%s: %w", w, ErrNotFound)
 	}
 	return nil
+}
+
+// nullCost is a cost as a nullable column: NULL when none is known.
+func nullCost(usd *float64) sql.NullFloat64 {
+	if usd == nil {
+		return sql.NullFloat64{}
+	}
+	return sql.NullFloat64{Float64: *usd, Valid: true}
 }

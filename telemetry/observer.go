@@ -33,6 +33,7 @@ const (
 	AttrServer     = attribute.Key("orchestra.server")
 	AttrMCPMethod  = attribute.Key("mcp.method.name")
 	AttrModel      = attribute.Key("gen_ai.request.model")
+	AttrTenant     = attribute.Key("orchestra.tenant")
 )
 
 // runSpans are the open spans of one run.
@@ -177,6 +178,11 @@ func (t *Telemetry) stepEnded(i orchestrate.StepEndedInfo) {
 	}
 	set := metric.WithAttributeSet(attribute.NewSet(attrs...))
 	t.steps.Add(ctx, 1, set)
+	if out, ok := rec.Output.(map[string]any); ok && rec.Type == "model" {
+		if usd, ok := out["cost_usd"].(float64); ok { // an agent's model call, priced
+			t.addCost(ctx, i.Run, rec.Tool, usd)
+		}
+	}
 	if rec.StartedAt != nil {
 		t.stepDuration.Record(ctx, float64(rec.DurationMS)/1000, set)
 	}
@@ -237,6 +243,9 @@ func (t *Telemetry) runFinished(i orchestrate.RunFinishedInfo) {
 		if p := a.Planner; p != nil && p.Attempts > 0 {
 			t.plannerAttempts.Add(ctx, int64(p.Attempts), metric.WithAttributes(AttrModel.String(p.Model)))
 		}
+		if p := a.Planner; p != nil && p.CostUSD != nil {
+			t.addCost(ctx, info, p.Model, *p.CostUSD)
+		}
 		if rs != nil {
 			rs.span.SetAttributes(AttrLeaves.Int(info.Steps()), AttrStatus.String(status))
 			if p := a.Planner; p != nil && p.Model != "" {
@@ -276,4 +285,13 @@ func (t *Telemetry) StepContext(ctx context.Context, info *orchestrate.RunInfo, 
 		ctx = toolcontext.WithTraceparent(ctx, tp)
 	}
 	return ctx
+}
+
+// addCost counts what a priced model call (or a planner's calls) cost, by
+// the run's tenant and the model.
+func (t *Telemetry) addCost(ctx context.Context, info *orchestrate.RunInfo, model string, usd float64) {
+	if usd <= 0 {
+		return
+	}
+	t.cost.Add(ctx, usd, metric.WithAttributes(AttrTenant.String(info.IDs.Tenant), AttrModel.String(model)))
 }

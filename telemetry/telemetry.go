@@ -58,6 +58,7 @@ type Telemetry struct {
 	planDuration    metric.Float64Histogram
 	depthRejections metric.Int64Counter
 	plannerAttempts metric.Int64Counter
+	cost            metric.Float64Counter
 
 	mu    sync.Mutex
 	runs  map[*orchestrate.RunInfo]*runSpans
@@ -187,6 +188,9 @@ func (t *Telemetry) instruments() error {
 	add(err)
 	t.plannerAttempts, err = t.meter.Int64Counter("orchestra.planner.attempts",
 		metric.WithDescription("Plans the planner asked a model for: first answers and repairs."), metric.WithUnit("{attempt}"))
+	add(err)
+	t.cost, err = t.meter.Float64Counter("orchestra.cost",
+		metric.WithDescription("What priced model calls cost in US dollars (the configuration's pricing), by tenant and model: the planner's and agents'."), metric.WithUnit("USD"))
 	add(err)
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("creating metric instruments: %w", err)

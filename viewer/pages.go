@@ -231,6 +231,9 @@ func (v *Viewer) runsRow(run *store.Run, now time.Time) runsRow {
 	row.Duration = runDuration(run, now)
 	if run.TokensIn > 0 || run.TokensOut > 0 {
 		row.Tokens = fmt.Sprintf("%d in · %d out", run.TokensIn, run.TokensOut)
+		if run.CostUSD != nil { // only a priced run: never a guess
+			row.Tokens += fmt.Sprintf(" · $%.6f", *run.CostUSD)
+		}
 	}
 	return row
 }

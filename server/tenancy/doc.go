@@ -1,11 +1,13 @@
 // Package tenancy says who an authenticated caller is: the tenant its
 // credential belongs to (a static token's name, a JWT's claims, matched
 // against the configuration's tenants block), whose records it may read,
-// and which tools its tenant may call. The HTTP edge writes the tenant
-// into the caller's token info; the server reads it back from there.
+// and which tools its tenant may call — never another tenant's own
+// servers'. The HTTP edge writes the tenant into the caller's token info;
+// the server reads it back from there.
 //
 //	table := tenancy.NewTable(cfg.Tenants)
 //	name, ok := table.ForClaims(claims)
 //	...
 //	scope := tenancy.CallerScope(req.Extra) // the runs the caller may read
+//	allow := table.Filter(name)             // the tools it may see and call; nil for all
 package tenancy

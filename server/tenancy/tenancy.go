@@ -21,7 +21,8 @@ const Key = "orchestra/tenant"
 type Table struct {
 	cfg     map[string]config.Tenant
 	byToken map[string]string
-	names   []string // sorted, for a deterministic claims match
+	names   []string          // sorted, for a deterministic claims match
+	owners  map[string]string // a tenant's own server -> the tenant
 }
 
 // NewTable returns the table of the tenants cfg configures; nil when it
@@ -30,13 +31,56 @@ func NewTable(cfg map[string]config.Tenant) *Table {
 	if len(cfg) == 0 {
 		return nil
 	}
-	tt := &Table{cfg: cfg, byToken: map[string]string{}, names: slices.Sorted(maps.Keys(cfg))}
+	tt := &Table{cfg: cfg, byToken: map[string]string{}, names: slices.Sorted(maps.Keys(cfg)), owners: map[string]string{}}
 	for _, name := range tt.names {
 		for _, tok := range cfg[name].Match.Tokens {
 			tt.byToken[tok] = name
 		}
+		for s := range cfg[name].MCPServers {
+			tt.owners[s] = name
+		}
 	}
 	return tt
+}
+
+// Owner returns the tenant whose own server (tenants.<name>.mcpServers)
+// the tool called name comes from, or "" for a tool of no tenant's.
+func (tt *Table) Owner(name string) string {
+	if tt == nil {
+		return ""
+	}
+	server, _, ok := strings.Cut(name, "__")
+	if !ok {
+		return ""
+	}
+	return tt.owners[server]
+}
+
+// Private reports whether some tenant has servers of its own.
+func (tt *Table) Private() bool { return tt != nil && len(tt.owners) > 0 }
+
+// Filter returns what a caller of tenant ("" for a caller in none) may
+// list, plan with and call: its tenant's tools (AllowsTool) and its
+// tenant's own servers' tools, never another tenant's own servers'. It
+// is nil when the caller may call every tool.
+func (tt *Table) Filter(tenant string) func(name string) bool {
+	var t config.Tenant
+	inTenant := false
+	if tt != nil {
+		t, inTenant = tt.cfg[tenant]
+	}
+	if !inTenant && !tt.Private() {
+		return nil
+	}
+	if !inTenant {
+		tenant = ""
+	}
+	return func(name string) bool {
+		if owner := tt.Owner(name); owner != "" {
+			return owner == tenant
+		}
+		return !inTenant || AllowsTool(t, name)
+	}
 }
 
 // ForToken returns the tenant of a static token's holder; "" when none
