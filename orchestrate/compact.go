@@ -74,6 +74,8 @@ type compactMetadata struct {
 	DurationMS int64  `json:"duration_ms"`
 	ExecID     string `json:"exec_id,omitempty"`
 	Record     string `json:"record,omitempty"`
+	// Workflow is the workflow the run's plan was saved as (save_as).
+	Workflow *SavedWorkflow `json:"workflow,omitempty"`
 }
 
 // compact returns the compact view of e.
@@ -111,7 +113,7 @@ func (e *Envelope) compact() *compactEnvelope {
 		ArtifactID: e.ArtifactID,
 		Artifact:   art,
 		Metadata: compactMetadata{ContextID: m.ContextID, RequestID: m.RequestID, TraceID: m.TraceID, UserID: m.UserID,
-			DurationMS: m.DurationMS, ExecID: m.ExecID, Record: m.Record},
+			DurationMS: m.DurationMS, ExecID: m.ExecID, Record: m.Record, Workflow: m.Workflow},
 	}
 }
 

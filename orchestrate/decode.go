@@ -99,7 +99,7 @@ func (d *decoder) add(path, code, msg string, suggestions ...string) {
 	d.issues = append(d.issues, &Issue{Path: path, Code: code, Message: msg, Suggestions: suggestions})
 }
 
-var requestFields = []string{"plan", "prompt", "bindings", "timeout_ms", "max_parallel", "dry_run", "fallback", "response", "context", "client_tools", "resume"}
+var requestFields = []string{"plan", "prompt", "bindings", "timeout_ms", "max_parallel", "dry_run", "fallback", "response", "context", "client_tools", "resume", "save_as"}
 
 func (d *decoder) request(obj map[string]any) *Request {
 	if _, ok := obj["plan"]; !ok {
@@ -172,11 +172,15 @@ func (d *decoder) request(obj map[string]any) *Request {
 			req.ClientTools = d.clientTools(v, k)
 		case "resume":
 			req.Resume = d.resume(v, k)
+		case "save_as":
+			req.SaveAs = d.saveAs(v, k)
 		default:
 			d.unknown("", k, requestFields)
 		}
 	}
 	switch {
+	case req.Resume != nil && req.SaveAs != nil:
+		d.add("save_as", CodeInvalidRequest, "save_as keeps the plan of a new run; send it with a plan or a prompt, not with resume")
 	case req.Resume != nil && (req.Plan != nil || req.Prompt != ""):
 		d.add("resume", CodeInvalidRequest, "resume continues a run with its own plan; send it without plan or prompt")
 	case req.Resume != nil:

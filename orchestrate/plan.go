@@ -188,6 +188,8 @@ type Request struct {
 	// Resume continues a paused, interrupted or failed run instead of
 	// starting one.
 	Resume *ResumeRequest `json:"resume,omitempty"`
+	// SaveAs keeps the run's plan as a workflow once it succeeded.
+	SaveAs *SaveAs `json:"save_as,omitempty"`
 	// NoPause is set by tool loops (the reactive fallback), which cannot
 	// wait for a client: a plan that would pause is refused before it
 	// runs, with client_in_loop.

@@ -48,7 +48,8 @@ A plan's "answer" (text with ${...}) or "return" (a template value) comes back a
 
 Step options: timeout_ms, retry {max_attempts, backoff_ms}, on_error: "continue", "when": "$c.output.ok" (runs only if truthy). Group: merge "collect" | "first_success" | "all_settled". "dry_run": true only validates.
 {"for_each": "$l.output.items", "do": {step using "$item.x", "$item_index"}} runs do per element; output: their array.
-"client_tools" (run by you) pause the run (artifact.pending); go on with {"resume": {"exec_id": "...", "results": {"<step id>": output}}}.`
+"client_tools" (run by you) pause the run (artifact.pending); go on with {"resume": {"exec_id": "...", "results": {"<step id>": output}}}.
+"save_as": {"name": "x", "description": "..."} keeps a run that succeeded as the tool workflow__x: its bindings and literal arguments become parameters, and a call runs the plan again with no model.`
 
 // exampleBuiltins is the description's example plan, over built-in tools;
 // exampleGeneric replaces it for a caller that may not call them.
@@ -139,6 +140,10 @@ type HandlerOptions struct {
 	// returns the tool's result: usually [Result] of the run's envelope, or
 	// a result asking the client for input (multi round-trip sampling).
 	Prompt func(ctx context.Context, req *mcp.CallToolRequest, r *Request) *mcp.CallToolResult
+	// Finished, when set, sees a plan's request and envelope after the
+	// run, before the caller is answered (it keeps a save_as). The prompt
+	// path's Prompt does the same itself.
+	Finished func(ctx context.Context, r *Request, env *Envelope)
 }
 
 // Handler returns the MCP handler of agent_orchestrate.
@@ -173,7 +178,11 @@ func (e *Engine) Handler(opts HandlerOptions) mcp.ToolHandler {
 			}
 			return opts.Prompt(ctx, req, r), nil
 		}
-		return Result(e.Run(ctx, r)), nil
+		env := e.Run(ctx, r)
+		if opts.Finished != nil {
+			opts.Finished(ctx, r, env)
+		}
+		return Result(env), nil
 	}
 }
 

@@ -130,6 +130,7 @@ func (a *App) prompt(ctx context.Context, e *orchestrate.Engine, req *mcp.CallTo
 		}
 		return orchestrate.ResultFor(e.RunPrompt(ctx, r, failPlanning(err)), req.ProtocolVersion())
 	}
+	a.finishRun(ctx, r, env)
 	return orchestrate.ResultFor(env, req.ProtocolVersion())
 }
 

@@ -43,6 +43,7 @@ func (a *App) orchestrateHandler() mcp.ToolHandler {
 				}
 				return a.prompt(ctx, e, req, r)
 			},
+			Finished: a.finishRun,
 		})(ctx, req)
 	}
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/orchestra-mcp/orchestra/store"
 	"github.com/orchestra-mcp/orchestra/telemetry"
 	"github.com/orchestra-mcp/orchestra/toolcontext"
+	"github.com/orchestra-mcp/orchestra/workflows"
 )
 
 // Options configure an App.
@@ -82,6 +83,7 @@ type App struct {
 
 	downstream *mcpserver.Manager // nil without mcpServers
 	agents     []*agents.Agent    // the configured agents, sorted by name
+	workflows  *workflowSet       // the workflows' newest versions
 }
 
 // New builds an App from a configuration.
@@ -165,6 +167,9 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	if err := a.addAgents(); err != nil {
 		return nil, err
 	}
+	if err := a.addWorkflows(ctx); err != nil {
+		return nil, err
+	}
 	a.Server = mcp.NewServer(&mcp.Implementation{Name: "orchestra", Title: "orchestra", Version: opts.Version}, &mcp.ServerOptions{
 		Instructions: "orchestra runs whole multi-step tool plans in one call: use agent_orchestrate instead of calling tools one at a time.",
 		Logger:       log,
@@ -175,6 +180,8 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	a.Server.AddReceivingMiddleware(a.unknownTools, a.tenantTools, a.logLevels.middleware)
 	a.sync()
 	cat.OnChange(a.sync)
+	a.checkWorkflows()
+	cat.OnChange(a.checkWorkflows)
 	a.startDownstream(ctx, opts.Version)
 	built = true
 	return a, nil
@@ -354,6 +361,9 @@ func (a *App) cancelPlans() { a.cancel() }
 
 // expose reports whether t is listed to clients directly.
 func (a *App) expose(t registry.Tool) bool {
+	if t.Source == workflows.Source {
+		return true // a workflow is a tool to call directly
+	}
 	if !a.Config.Server.ExposeDownstreamTools() || t.Mode == registry.ClientFinal {
 		return false // ask_user and its kind run only inside plans
 	}
@@ -395,6 +405,7 @@ func (a *App) passthrough(t registry.Tool) mcp.ToolHandler {
 		ctx, cancel := a.callContext(ctx, req)
 		defer cancel()
 		ctx = toolcontext.FromMeta(ctx, req.Params.GetMeta())
+		ctx = withCaller(ctx, req) // a workflow runs as its caller's
 		// A built-in tool runs here and starts nothing; a downstream call
 		// is one more hop, possibly into another orchestra.
 		if d, limit := toolcontext.Depth(ctx), a.Config.Limits.MaxDepth; d >= limit && t.Source != "builtin" {

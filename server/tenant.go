@@ -17,6 +17,7 @@ import (
 	"github.com/orchestra-mcp/orchestra/registry"
 	"github.com/orchestra-mcp/orchestra/store"
 	"github.com/orchestra-mcp/orchestra/toolcontext"
+	"github.com/orchestra-mcp/orchestra/workflows"
 )
 
 // Tenants. server.auth recognises a caller (a token's name, a JWT's
@@ -146,71 +147,85 @@ func allowTool(t config.Tenant, name string) bool {
 	return false
 }
 
-// withTenant scopes a request's runs to its caller's tenant: the tenant
-// is recorded with the run's ids, the catalog narrowed to its tools and
-// the limits lowered to its own.
+// withTenant scopes a request's runs to its caller: the tenant is
+// recorded with the run's ids, the catalog narrowed to the tools the
+// caller may call (its tenant's, and the workflows it sees) and the limits
+// lowered to its tenant's own.
 func (a *App) withTenant(ctx context.Context, req *mcp.CallToolRequest, ro *orchestrate.RunOptions) (context.Context, config.Tenant, bool) {
 	if req.Extra == nil {
 		return ctx, config.Tenant{}, false
 	}
+	user, _ := callerIdentity(req.Extra)
 	name, t, ok := a.tenant(req.Extra.TokenInfo)
-	if !ok {
-		return ctx, config.Tenant{}, false
+	if ok {
+		ids, _ := toolcontext.IDsFrom(ctx)
+		ids.Tenant = name
+		ctx = toolcontext.WithIDs(ctx, ids)
+		lim := t.Limits.Limits
+		ro.Limits = &lim
 	}
-	ids, _ := toolcontext.IDsFrom(ctx)
-	ids.Tenant = name
-	ctx = toolcontext.WithIDs(ctx, ids)
-	ro.AllowTool = func(tool string) bool { return allowTool(t, tool) }
-	lim := t.Limits.Limits
-	ro.Limits = &lim
-	return ctx, t, true
+	ro.AllowTool = a.allowFor(user, name)
+	return ctx, t, ok
 }
 
-// tenantTools keeps a tenant's caller to its tools: tools/list shows only
-// them (and agent_orchestrate), and a tools/call of another is refused as
-// an unknown tool. With tenants, a tools/list answer depends on its
-// caller: it is marked private, so that no intermediary serves one
-// caller's list to another.
+// allowFor returns what the caller user, in tenant, may call: nil for
+// every tool (the machine's own callers, and callers whom nothing
+// narrows). A workflow it sees it may call whatever its tenant's globs say
+// (its steps are held to them); one it does not see it may not.
+func (a *App) allowFor(user, tenant string) func(string) bool {
+	t, inTenant := a.Config.Tenants[tenant]
+	if user == "" || (!inTenant && !a.workflows.scoped()) {
+		return nil
+	}
+	sees := a.seesTool(user, tenant)
+	return func(name string) bool {
+		if strings.HasPrefix(name, workflows.Prefix) {
+			return sees(name)
+		}
+		return !inTenant || allowTool(t, name)
+	}
+}
+
+// tenantTools keeps a caller to its tools (allowFor): tools/list shows
+// only them (and agent_orchestrate), and a tools/call of another is
+// refused as an unknown tool. With tenants or stored workflows, a
+// tools/list answer depends on its caller: it is marked private, so that
+// no intermediary serves one caller's list to another.
 func (a *App) tenantTools(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (res mcp.Result, err error) {
 		if method != "tools/list" && method != "tools/call" {
 			return next(ctx, method, req)
 		}
-		if method == "tools/list" && len(a.Config.Tenants) > 0 {
+		if method == "tools/list" && (len(a.Config.Tenants) > 0 || a.workflows.scoped()) {
 			defer func() {
 				if lr, ok := res.(*mcp.ListToolsResult); ok {
 					lr.CacheScope = "private"
 				}
 			}()
 		}
-		extra := req.GetExtra()
-		if extra == nil {
-			return next(ctx, method, req)
-		}
-		_, t, ok := a.tenant(extra.TokenInfo)
-		if !ok {
+		allow := a.callerTools(req.GetExtra())
+		if allow == nil {
 			return next(ctx, method, req)
 		}
 		if r, isCall := req.(*mcp.CallToolRequest); isCall && r.Params != nil {
-			if r.Params.Name != orchestrate.ToolName && r.Params.Name != DiscoveryToolName && !allowTool(t, r.Params.Name) {
+			if r.Params.Name != orchestrate.ToolName && r.Params.Name != DiscoveryToolName && !allow(r.Params.Name) {
 				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q; tools/list shows the tools you may call", r.Params.Name)}
 			}
 			return next(ctx, method, req)
 		}
 		res, err = next(ctx, method, req)
 		if lr, ok := res.(*mcp.ListToolsResult); ok && err == nil {
-			a.scopeToolList(lr, t)
+			a.scopeToolList(lr, allow)
 		}
 		return res, err
 	}
 }
 
-// scopeToolList narrows a tools/list result to tenant t's tools. Nothing in
-// it names another tool: agent_orchestrate's description lists only the
-// tenant's unlisted tools, and orchestra_tools, which describes those, is
-// listed only when there are some.
-func (a *App) scopeToolList(lr *mcp.ListToolsResult, t config.Tenant) {
-	allow := func(name string) bool { return allowTool(t, name) }
+// scopeToolList narrows a tools/list result to the tools allow accepts.
+// Nothing in it names another tool: agent_orchestrate's description lists
+// only the caller's unlisted tools, and orchestra_tools, which describes
+// those, is listed only when there are some.
+func (a *App) scopeToolList(lr *mcp.ListToolsResult, allow func(string) bool) {
 	unlisted := a.unlistedFor(allow)
 	lr.Tools = slices.DeleteFunc(slices.Clone(lr.Tools), func(tool *mcp.Tool) bool {
 		switch tool.Name {
@@ -240,14 +255,12 @@ func (a *App) unlistedFor(allow func(string) bool) []registry.Tool {
 }
 
 // callerTools returns what the caller of extra may call: nil for every
-// tool, or its tenant's filter.
+// tool, or its filter (allowFor).
 func (a *App) callerTools(extra *mcp.RequestExtra) func(string) bool {
 	if extra == nil {
 		return nil
 	}
-	_, t, ok := a.tenant(extra.TokenInfo)
-	if !ok {
-		return nil
-	}
-	return func(name string) bool { return allowTool(t, name) }
+	user, _ := callerIdentity(extra)
+	tenant, _, _ := a.tenant(extra.TokenInfo)
+	return a.allowFor(user, tenant)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 	"github.com/orchestra-mcp/orchestra/planner"
 	"github.com/orchestra-mcp/orchestra/registry"
+	"github.com/orchestra-mcp/orchestra/workflows"
 )
 
 // tenantPlanner is the planner of a tenant's prompts: offered only the
@@ -37,7 +39,11 @@ func newTenantPlanners(cfg *config.Config, cat *registry.Catalog, engine *orches
 		t := t
 		opts := global.options // the planner block's fallback, context budget and lessons
 		opts.Catalog, opts.Engine, opts.Model = cat, engine, tp.model
-		opts.Forbidden = func(n string) bool { return forbidden(n) || !allowTool(t, n) }
+		// A workflow is offered to the callers who see it: the request's
+		// budget narrows the planner to those (App.allowFor).
+		opts.Forbidden = func(n string) bool {
+			return forbidden(n) || (!strings.HasPrefix(n, workflows.Prefix) && !allowTool(t, n))
+		}
 		opts.Attempts, opts.MaxToolSteps, opts.Logger = cfg.Limits.PlannerAttempts, cfg.Limits.MaxToolSteps, log.With("tenant", name)
 		tp.base = planner.New(opts)
 		out[name] = tp

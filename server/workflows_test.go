@@ -1,0 +1,393 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/orchestra-mcp/orchestra/config"
+	"github.com/orchestra-mcp/orchestra/internal/fakeopenai"
+	"github.com/orchestra-mcp/orchestra/llm"
+	"github.com/orchestra-mcp/orchestra/orchestrate"
+	"github.com/orchestra-mcp/orchestra/planner"
+	"github.com/orchestra-mcp/orchestra/registry"
+	"github.com/orchestra-mcp/orchestra/server"
+	"github.com/orchestra-mcp/orchestra/store"
+	"github.com/orchestra-mcp/orchestra/workflows"
+)
+
+// greetPlan is what the fake planner writes: render a greeting, return it.
+const greetPlan = `{"type":"tool_calls","schedule":"sequential","reasoning":"render it","answer":null,
+	"calls":[{"tool_name":"render","arguments":{"template":"hello {{.who}}","values":{"who":"ana"}}}],
+	"return":{"greeting":"$0.output.text"}}`
+
+// listChanged returns client options whose list_changed notifications
+// arrive on the channel.
+func listChanged() (*mcp.ClientOptions, chan struct{}) {
+	ch := make(chan struct{}, 16)
+	return &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}}, ch
+}
+
+func toolNamed(t *testing.T, cs *mcp.ClientSession, name string) *mcp.Tool {
+	t.Helper()
+	res, err := cs.ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range res.Tools {
+		if tool.Name == name {
+			return tool
+		}
+	}
+	return nil
+}
+
+// TestWorkflowSavedFromPromptRunsWithoutModel: a prompt-path run with
+// save_as becomes the tool workflow__greet (clients are told with
+// list_changed); a call with a new template runs the saved plan and
+// returns its return value, and the model is not asked again; arguments
+// that do not match the inferred parameters are refused with the schema's
+// error; saving again makes version 2, which calls then use.
+func TestWorkflowSavedFromPromptRunsWithoutModel(t *testing.T) {
+	fake := fakeopenai.New(t, func(ctx context.Context, r *fakeopenai.Request) fakeopenai.Reply {
+		return fakeopenai.Call(planner.ToolName, greetPlan)
+	})
+	cfg := config.Default()
+	cfg.Planner = &config.Planner{Config: llm.Config{Provider: llm.ProviderOpenAI, Model: "fake-model", BaseURL: fake.URL(), MaxRetries: -1}}
+	app := newApp(t, cfg)
+	opts, changed := listChanged()
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := app.Server.Connect(t.Context(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ss.Close() })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, opts).Connect(t.Context(), ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	if toolNamed(t, cs, "workflow__greet") != nil {
+		t.Fatal("workflow__greet is listed before it was saved")
+	}
+	_, env := runPlan(t, cs, map[string]any{"prompt": "greet ana", "save_as": map[string]any{"name": "greet", "description": "Greets someone."}})
+	if !env.Artifact.Success {
+		t.Fatalf("the prompt run failed: %+v %+v", env.Artifact.Errors, env.Artifact.ValidationErrors)
+	}
+	if w := env.Metadata.Workflow; w == nil || w.Name != "greet" || w.Version != 1 || w.Tool != "workflow__greet" {
+		t.Fatalf("_metadata.workflow = %+v", env.Metadata.Workflow)
+	}
+	select {
+	case <-changed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no notifications/tools/list_changed after the save")
+	}
+	tool := toolNamed(t, cs, "workflow__greet")
+	if tool == nil {
+		t.Fatal("workflow__greet is not listed after the save")
+	}
+	checkToolRules(t, tool)
+	in, _ := json.Marshal(tool.InputSchema)
+	out, _ := json.Marshal(tool.OutputSchema)
+	if !strings.Contains(string(in), `"template"`) || !strings.Contains(string(in), `"default":"hello {{.who}}"`) {
+		t.Errorf("inputSchema = %s; want the template parameter with its default", in)
+	}
+	if !strings.Contains(string(out), `"greeting"`) {
+		t.Errorf("outputSchema = %s; want the return's greeting", out)
+	}
+	asked := len(fake.Requests())
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "workflow__greet", Arguments: map[string]any{"template": "bye {{.who}}"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.IsError {
+		t.Fatalf("workflow__greet failed: %s", textOf(res))
+	}
+	got, _ := json.Marshal(res.StructuredContent)
+	if string(got) != `{"greeting":"bye ana"}` {
+		t.Errorf("structuredContent = %s; want {\"greeting\":\"bye ana\"}", got)
+	}
+	if n := len(fake.Requests()); n != asked {
+		t.Errorf("the model was asked %d more times for a workflow call; want none", n-asked)
+	}
+	// Left out, a parameter takes the run's value.
+	res, _ = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "workflow__greet", Arguments: map[string]any{}})
+	if got, _ := json.Marshal(res.StructuredContent); string(got) != `{"greeting":"hello ana"}` {
+		t.Errorf("with defaults: %s (%s)", got, textOf(res))
+	}
+	res, err = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "workflow__greet", Arguments: map[string]any{"template": 42}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.IsError || !strings.Contains(textOf(res), "template") || !strings.Contains(textOf(res), "workflow__greet (version 1)") {
+		t.Errorf("wrong parameters: isError %v, %q; want the schema's error about template", res.IsError, textOf(res))
+	}
+	// The run it made is recorded with the version.
+	runs, _, err := app.Store().List(t.Context(), store.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(runs, func(r store.Run) bool { return r.Tool == "workflow__greet@1" }) {
+		t.Errorf("no run recorded as workflow__greet@1")
+	}
+	// Saved again: version 2.
+	_, env = runPlan(t, cs, map[string]any{"prompt": "greet ana", "save_as": map[string]any{"name": "greet"}})
+	if w := env.Metadata.Workflow; w == nil || w.Version != 2 {
+		t.Fatalf("second save: _metadata.workflow = %+v", env.Metadata.Workflow)
+	}
+	tool = toolNamed(t, cs, "workflow__greet")
+	if tool == nil || !strings.Contains(tool.Description, "version 2") {
+		t.Errorf("after the second save the tool is %+v", tool)
+	}
+}
+
+func textOf(res *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+// TestWorkflowNotSavedSaysWhy: save_as on a run that failed keeps nothing
+// and says why in a warning; the run's own result stands.
+func TestWorkflowNotSavedSaysWhy(t *testing.T) {
+	app := newApp(t, config.Default())
+	cs := connectInMemory(t, app, "")
+	_, env := runPlan(t, cs, map[string]any{
+		"plan":    map[string]any{"steps": []any{map[string]any{"id": "q", "tool": "json_query", "arguments": map[string]any{"query": ".a.b | error", "input": map[string]any{}}}}},
+		"save_as": map[string]any{"name": "broken"},
+	})
+	if env.Artifact.Success || env.Metadata.Workflow != nil {
+		t.Fatalf("success %v, workflow %+v", env.Artifact.Success, env.Metadata.Workflow)
+	}
+	if !slices.ContainsFunc(env.Artifact.Warnings, func(is *orchestrate.Issue) bool { return is.Code == orchestrate.CodeWorkflowNotSaved }) {
+		t.Errorf("warnings = %+v; want %s", env.Artifact.Warnings, orchestrate.CodeWorkflowNotSaved)
+	}
+	if toolNamed(t, cs, "workflow__broken") != nil {
+		t.Error("a failed run was saved")
+	}
+	_, env = runPlan(t, cs, map[string]any{"plan": map[string]any{"steps": []any{}}, "save_as": map[string]any{"name": "bad name!"}})
+	if !slices.ContainsFunc(env.Artifact.ValidationErrors, func(is *orchestrate.Issue) bool {
+		return is.Path == "save_as.name" && strings.Contains(is.Message, "workflow name")
+	}) {
+		t.Errorf("a bad name: %+v", env.Artifact.ValidationErrors)
+	}
+}
+
+// TestConfiguredWorkflowCheckedAgainstCatalog: a workflow of the
+// configuration is listed with its parameters, called from a plan step and
+// directly; once the tool it calls changes shape, a call fails before
+// anything runs, naming the workflow, its version, the step and the field.
+func TestConfiguredWorkflowCheckedAgainstCatalog(t *testing.T) {
+	pa := &probe{}
+	cfg := config.Default()
+	cfg.Workflows = map[string]workflows.Config{"echo": {
+		Description: "Echoes a label.",
+		Version:     3,
+		Parameters:  map[string]any{"type": "object", "properties": map[string]any{"label": map[string]any{"type": "string"}}, "required": []any{"label"}},
+		Plan: map[string]any{
+			"steps":  []any{map[string]any{"id": "say", "tool": "a_probe", "arguments": map[string]any{"label": "$bindings.label"}}},
+			"return": map[string]any{"said": "$say.output.label"},
+		},
+	}}
+	app := newApp(t, cfg, pa.tool(t, "a_probe"))
+	cs := connectInMemory(t, app, "")
+	tool := toolNamed(t, cs, "workflow__echo")
+	if tool == nil {
+		t.Fatal("workflow__echo is not listed")
+	}
+	checkToolRules(t, tool)
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "workflow__echo", Arguments: map[string]any{"label": "hi"}})
+	if err != nil || res.IsError {
+		t.Fatalf("direct call: %v %s", err, textOf(res))
+	}
+	if got, _ := json.Marshal(res.StructuredContent); string(got) != `{"said":"hi"}` {
+		t.Errorf("direct call returned %s", got)
+	}
+	// From a plan, with a template into its output checked against the
+	// outputSchema.
+	_, env := runPlan(t, cs, map[string]any{"plan": map[string]any{
+		"steps":  []any{map[string]any{"id": "w", "tool": "workflow__echo", "arguments": map[string]any{"label": "from a plan"}}},
+		"return": "$w.output.said",
+	}})
+	if !env.Artifact.Success || env.Artifact.Result != "from a plan" {
+		t.Fatalf("plan calling the workflow: %+v %+v result %v", env.Artifact.Errors, env.Artifact.ValidationErrors, env.Artifact.Result)
+	}
+	_, env = runPlan(t, cs, map[string]any{"plan": map[string]any{
+		"steps": []any{map[string]any{"id": "w", "tool": "workflow__echo", "arguments": map[string]any{"label": "x"}}},
+		"return": "$w.output.nope",
+	}, "dry_run": true})
+	if len(env.Artifact.ValidationErrors) == 0 || env.Artifact.ValidationErrors[0].Code != orchestrate.CodeFieldNotFound {
+		t.Errorf("a template into a field the workflow does not return: %+v", env.Artifact.ValidationErrors)
+	}
+	// The tool changes shape: label is now "text".
+	calls := pa.calls.Load()
+	changed := registry.Tool{Name: "a_probe", Source: "test", Description: "Echoes its text.",
+		InputSchema: mustSchema(t, `{"type":"object","properties":{"text":{"type":"string"}},"required":["text"],"additionalProperties":false}`),
+		Call:        pa.tool(t, "a_probe").Call}
+	if err := app.Catalog.ReplaceSource("test", []registry.Tool{changed}); err != nil {
+		t.Fatal(err)
+	}
+	res, err = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "workflow__echo", Arguments: map[string]any{"label": "hi"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := textOf(res)
+	for _, want := range []string{`workflow "echo" version 3`, `step "say"`, "plan.steps[0].arguments.label"} {
+		if !res.IsError || !strings.Contains(msg, want) {
+			t.Errorf("after the change: isError %v, %q; want it to name %s", res.IsError, msg, want)
+		}
+	}
+	if pa.calls.Load() != calls {
+		t.Error("the changed tool was called")
+	}
+}
+
+// TestWorkflowsScopedByTenant: alice (tenant a) saves a workflow; bob
+// (tenant b) neither lists it, nor calls it directly or from a plan, nor is
+// told its name in a suggestion; alice does all of that.
+func TestWorkflowsScopedByTenant(t *testing.T) {
+	pa, pb := &probe{}, &probe{}
+	cfg := tenantConfig(t)
+	yes := true
+	b := cfg.Tenants["b"]
+	b.PlanningEnabled = &yes
+	cfg.Tenants["b"] = b
+	fake := fakeopenai.New(t, func(ctx context.Context, r *fakeopenai.Request) fakeopenai.Reply {
+		return fakeopenai.Call(planner.ToolName, `{"type":"tool_calls","schedule":"sequential","reasoning":"r","answer":null,"calls":[{"tool_name":"b_probe","arguments":{"label":"x"}}]}`)
+	})
+	cfg.Planner = &config.Planner{Config: llm.Config{Provider: llm.ProviderOpenAI, Model: "fake-model", BaseURL: fake.URL(), MaxRetries: -1}}
+	app := newApp(t, cfg, pa.tool(t, "a_probe"), pb.tool(t, "b_probe"))
+	srv := httptest.NewServer(app.HTTPHandler(server.HTTPOptions{}))
+	t.Cleanup(srv.Close)
+	alice := connectAs(t, srv, "alice-secret-token")
+	bob := connectAs(t, srv, "bob-secret-token")
+	_, env := runPlan(t, alice, map[string]any{
+		"plan":    map[string]any{"steps": []any{map[string]any{"id": "p", "tool": "a_probe", "arguments": map[string]any{"label": "secret-report"}}}, "return": "$p.output.label"},
+		"save_as": map[string]any{"name": "alice_report"},
+	})
+	if env.Metadata.Workflow == nil {
+		t.Fatalf("alice's save: %+v", env.Artifact.Warnings)
+	}
+	if toolNamed(t, alice, "workflow__alice_report") == nil {
+		t.Fatal("alice does not see her workflow")
+	}
+	if toolNamed(t, bob, "workflow__alice_report") != nil {
+		t.Error("bob sees alice's workflow on tools/list")
+	}
+	// ops, in no tenant and narrowed by no glob, is another owner.
+	ops := connectAs(t, srv, "ops-secret-token")
+	if toolNamed(t, ops, "workflow__alice_report") != nil {
+		t.Error("ops sees alice's workflow on tools/list")
+	}
+	if _, err := ops.CallTool(t.Context(), &mcp.CallToolParams{Name: "workflow__alice_report", Arguments: map[string]any{}}); err == nil {
+		t.Error("ops called alice's workflow")
+	}
+	if _, err := bob.CallTool(t.Context(), &mcp.CallToolParams{Name: "workflow__alice_report", Arguments: map[string]any{}}); err == nil || strings.Contains(err.Error(), "did you mean") {
+		t.Errorf("bob calling alice's workflow: %v; want unknown tool, no suggestion", err)
+	}
+	if _, err := bob.CallTool(t.Context(), &mcp.CallToolParams{Name: "workflow__alice_repor", Arguments: map[string]any{}}); err == nil || strings.Contains(err.Error(), "alice_report") {
+		t.Errorf("bob's near miss: %v; must not suggest alice's workflow", err)
+	}
+	_, env = runPlan(t, bob, map[string]any{"plan": map[string]any{"steps": []any{map[string]any{"tool": "workflow__alice_report", "arguments": map[string]any{}}}}})
+	if env.Artifact.Success || len(env.Artifact.ValidationErrors) == 0 || env.Artifact.ValidationErrors[0].Code != orchestrate.CodeUnknownTool {
+		t.Errorf("bob's plan calling it: %+v", env.Artifact.ValidationErrors)
+	}
+	if is := env.Artifact.ValidationErrors[0]; len(is.Suggestions) > 0 || len(is.AvailableFields) > 0 {
+		t.Errorf("bob is told of tools: %+v", is)
+	}
+	if pa.calls.Load() != 1 {
+		t.Errorf("a_probe ran %d times; want once (alice's run)", pa.calls.Load())
+	}
+	// The planner's prompt: alice's names her workflow, bob's does not.
+	prompted := func(cs *mcp.ClientSession) string {
+		before := len(fake.Requests())
+		runPlan(t, cs, map[string]any{"prompt": "make the report"})
+		data, _ := json.Marshal(fake.Requests()[before:])
+		return string(data)
+	}
+	if p := prompted(alice); !strings.Contains(p, "workflow__alice_report") {
+		t.Errorf("alice's planner is not offered her workflow")
+	}
+	if p := prompted(bob); strings.Contains(p, "alice_report") {
+		t.Errorf("bob's planner prompt names alice's workflow")
+	}
+	// Bob may not take the name either, and is not told whose it is.
+	_, env = runPlan(t, bob, map[string]any{
+		"plan":    map[string]any{"steps": []any{map[string]any{"id": "p", "tool": "b_probe", "arguments": map[string]any{"label": "x"}}}},
+		"save_as": map[string]any{"name": "alice_report"},
+	})
+	if env.Metadata.Workflow != nil {
+		t.Error("bob took alice's workflow name")
+	}
+	res, err := alice.CallTool(t.Context(), &mcp.CallToolParams{Name: "workflow__alice_report", Arguments: map[string]any{"label": "again"}})
+	if err != nil || res.IsError {
+		t.Fatalf("alice's call: %v %s", err, textOf(res))
+	}
+	if got, _ := json.Marshal(res.StructuredContent); string(got) != `{"result":"again"}` {
+		t.Errorf("alice's call returned %s", got)
+	}
+}
+
+// checkToolRules fails when a listed tool's schemas break the tool API
+// rules of the model providers: no oneOf, anyOf or allOf at the top, and
+// items on every array.
+func checkToolRules(t *testing.T, tool *mcp.Tool) {
+	t.Helper()
+	for what, s := range map[string]any{"inputSchema": tool.InputSchema, "outputSchema": tool.OutputSchema} {
+		if s == nil {
+			continue
+		}
+		data, _ := json.Marshal(s)
+		var m map[string]any
+		if err := json.Unmarshal(data, &m); err != nil {
+			t.Fatalf("%s %s: %v", tool.Name, what, err)
+		}
+		if m["type"] != "object" {
+			t.Errorf("%s %s: type %v, want object", tool.Name, what, m["type"])
+		}
+		for _, k := range []string{"oneOf", "anyOf", "allOf"} {
+			if _, ok := m[k]; ok {
+				t.Errorf("%s %s has %s at the top", tool.Name, what, k)
+			}
+		}
+		var walk func(v any, at string)
+		walk = func(v any, at string) {
+			switch v := v.(type) {
+			case map[string]any:
+				if v["type"] == "array" || (slices.Contains(anySlice(v["type"]), "array")) {
+					if _, ok := v["items"]; !ok {
+						t.Errorf("%s %s: the array at %s has no items", tool.Name, what, at)
+					}
+				}
+				for k, e := range v {
+					walk(e, at+"/"+k)
+				}
+			case []any:
+				for _, e := range v {
+					walk(e, at)
+				}
+			}
+		}
+		walk(m, "")
+	}
+}
+
+func anySlice(v any) []any {
+	s, _ := v.([]any)
+	return s
+}
