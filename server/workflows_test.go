@@ -228,7 +228,7 @@ func TestConfiguredWorkflowCheckedAgainstCatalog(t *testing.T) {
 		t.Fatalf("plan calling the workflow: %+v %+v result %v", env.Artifact.Errors, env.Artifact.ValidationErrors, env.Artifact.Result)
 	}
 	_, env = runPlan(t, cs, map[string]any{"plan": map[string]any{
-		"steps": []any{map[string]any{"id": "w", "tool": "workflow__echo", "arguments": map[string]any{"label": "x"}}},
+		"steps":  []any{map[string]any{"id": "w", "tool": "workflow__echo", "arguments": map[string]any{"label": "x"}}},
 		"return": "$w.output.nope",
 	}, "dry_run": true})
 	if len(env.Artifact.ValidationErrors) == 0 || env.Artifact.ValidationErrors[0].Code != orchestrate.CodeFieldNotFound {

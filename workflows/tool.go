@@ -154,4 +154,3 @@ func (w *Workflow) returnsObject() bool {
 func failure(msg string) *registry.Result {
 	return &registry.Result{Content: []mcp.Content{&mcp.TextContent{Text: msg}}, IsError: true}
 }
-
