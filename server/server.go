@@ -180,9 +180,11 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	a.Server.AddReceivingMiddleware(a.unknownTools, a.tenantTools, a.logLevels.middleware)
 	a.sync()
 	cat.OnChange(a.sync)
+	a.startDownstream(ctx, opts.Version)
+	// Checked once the downstream servers' tools are in, then at every
+	// change of the catalog.
 	a.checkWorkflows()
 	cat.OnChange(a.checkWorkflows)
-	a.startDownstream(ctx, opts.Version)
 	built = true
 	return a, nil
 }

@@ -3,6 +3,9 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
+	"os"
+	"path/filepath"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -17,7 +20,9 @@ import (
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 	"github.com/orchestra-mcp/orchestra/planner"
 	"github.com/orchestra-mcp/orchestra/registry"
+	"github.com/orchestra-mcp/orchestra/registry/mcpserver"
 	"github.com/orchestra-mcp/orchestra/server"
+	"github.com/orchestra-mcp/orchestra/server/servertest"
 	"github.com/orchestra-mcp/orchestra/store"
 	"github.com/orchestra-mcp/orchestra/workflows"
 )
@@ -390,4 +395,75 @@ func checkToolRules(t *testing.T, tool *mcp.Tool) {
 func anySlice(v any) []any {
 	s, _ := v.([]any)
 	return s
+}
+
+// TestConfiguredWorkflowOverRealFilesystem: a configured workflow lists a
+// directory with the real server-filesystem; when the server's tool is
+// swapped for one with another schema (as a tools/list_changed of the
+// server replaces it in the catalog), the change is logged and a call fails
+// before anything runs, naming the workflow, its version, the step and the
+// field.
+func TestConfiguredWorkflowOverRealFilesystem(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fs := npmServer(t, "server-filesystem", dir)
+	cfg := config.Default()
+	cfg.MCPServers = map[string]mcpserver.ServerConfig{"fs": fs}
+	cfg.Workflows = map[string]workflows.Config{"ls": {
+		Description: "Lists a directory.",
+		Parameters:  map[string]any{"type": "object", "properties": map[string]any{"dir": map[string]any{"type": "string"}}, "required": []any{"dir"}},
+		Plan: map[string]any{
+			"steps":  []any{map[string]any{"id": "list", "tool": "fs__list_directory", "arguments": map[string]any{"path": "$bindings.dir"}}},
+			"return": map[string]any{"listing": "$list.output.content"},
+		},
+	}}
+	var logs servertest.SyncBuffer
+	app, err := server.New(t.Context(), cfg, server.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { app.Close() })
+	cs := connectInMemory(t, app, "")
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "workflow__ls", Arguments: map[string]any{"dir": dir}})
+	if err != nil || res.IsError {
+		t.Fatalf("workflow__ls: %v %s", err, textOf(res))
+	}
+	if got, _ := json.Marshal(res.StructuredContent); !strings.Contains(string(got), "[FILE] notes.txt") {
+		t.Errorf("workflow__ls returned %s", got)
+	}
+	list, ok := app.Catalog.Lookup("fs__list_directory")
+	if !ok {
+		t.Fatal("fs__list_directory is not in the catalog")
+	}
+	var tools []registry.Tool
+	for _, tool := range app.Catalog.List() {
+		if tool.Source != list.Source {
+			continue
+		}
+		if tool.Name == list.Name {
+			tool.InputSchema = mustSchema(t, `{"type":"object","properties":{"directory":{"type":"string"}},"required":["directory"],"additionalProperties":false}`)
+		}
+		tools = append(tools, tool)
+	}
+	if err := app.Catalog.ReplaceSource(list.Source, tools); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), "a workflow does not fit the tools it calls") || !strings.Contains(logs.String(), "workflow=ls") {
+		t.Errorf("the change was not logged:\n%s", logs.String())
+	}
+	res, err = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "workflow__ls", Arguments: map[string]any{"dir": dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`workflow "ls" version 1`, `step "list"`, "plan.steps[0].arguments"} {
+		if !res.IsError || !strings.Contains(textOf(res), want) {
+			t.Errorf("after the swap: isError %v, %q; want it to name %s", res.IsError, textOf(res), want)
+		}
+	}
+	runs, _, _ := app.Store().List(t.Context(), store.ListOptions{})
+	if n := len(slices.DeleteFunc(runs, func(r store.Run) bool { return r.Tool != "workflow__ls@1" })); n != 1 {
+		t.Errorf("%d runs of workflow__ls@1 recorded; want 1 (the call after the swap runs nothing)", n)
+	}
 }
