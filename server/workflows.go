@@ -162,46 +162,54 @@ func callerIdentity(extra *mcp.RequestExtra) (user, tenant string) {
 	return extra.TokenInfo.UserID, tenantOf(extra.TokenInfo)
 }
 
-// SaveWorkflow keeps plan, run with bindings, as the workflow name of the
-// caller user in tenant: its parameters are inferred (workflows.Infer), it
-// is checked against the tools that caller may call, stored as the name's
-// next version, and its tool added to the catalog or replaced (clients
-// get notifications/tools/list_changed). savedFrom is the run's exec id.
+// SaveWorkflow keeps plan, run with bindings, as the workflow sa names,
+// of the caller user in tenant: its parameters are inferred
+// (workflows.Infer) and it is stored (StoreWorkflow). savedFrom is the
+// run's exec id.
 func (a *App) SaveWorkflow(ctx context.Context, user, tenant string, sa orchestrate.SaveAs, plan *orchestrate.Plan, bindings map[string]any, savedFrom string) (*workflows.Workflow, error) {
 	if plan == nil || len(plan.Steps) == 0 {
 		return nil, errors.New("the run's plan has no steps to keep")
-	}
-	a.workflows.mu.Lock()
-	prev := a.workflows.byName[sa.Name]
-	a.workflows.mu.Unlock()
-	if prev != nil && prev.Configured {
-		return nil, fmt.Errorf("workflow %q is configured; choose another name", sa.Name)
 	}
 	w, err := workflows.Infer(sa.Name, sa.Description, plan, bindings, a.Engine.Tools())
 	if err != nil {
 		return nil, err
 	}
 	w.Owner, w.Tenant, w.SavedFrom = user, tenant, savedFrom
-	if err := w.Check(a.Engine.With(orchestrate.RunOptions{AllowTool: a.allowFor(user, tenant)})); err != nil {
-		return nil, err
+	return w, a.StoreWorkflow(ctx, w)
+}
+
+// StoreWorkflow stores w as the next version of its name for its owner
+// and tenant, once it is checked against the tools they may call; sets
+// its version, and adds its tool to the catalog or replaces it (clients
+// get notifications/tools/list_changed).
+func (a *App) StoreWorkflow(ctx context.Context, w *workflows.Workflow) error {
+	a.workflows.mu.Lock()
+	prev := a.workflows.byName[w.Name]
+	a.workflows.mu.Unlock()
+	if prev != nil && prev.Configured {
+		return fmt.Errorf("workflow %q is configured; choose another name", w.Name)
+	}
+	w.Configured, w.Tenants = false, nil
+	if err := w.Check(a.Engine.With(orchestrate.RunOptions{AllowTool: a.allowFor(w.Owner, w.Tenant)})); err != nil {
+		return err
 	}
 	row, err := w.Stored()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if w.Version, err = a.store.SaveWorkflow(ctx, row); err != nil {
 		if errors.Is(err, store.ErrWorkflowTaken) {
-			return nil, fmt.Errorf("workflow name %q is taken; choose another name", sa.Name)
+			return fmt.Errorf("workflow name %q is taken; choose another name", w.Name)
 		}
-		return nil, err
+		return err
 	}
 	a.workflows.mu.Lock()
 	a.workflows.byName[w.Name] = w
 	a.workflows.mu.Unlock()
 	if err := a.Catalog.ReplaceSource(workflows.Source, a.workflowTools()); err != nil {
-		return nil, fmt.Errorf("listing workflow %s: %w", w.Name, err)
+		return fmt.Errorf("listing workflow %s: %w", w.Name, err)
 	}
-	return w, nil
+	return nil
 }
 
 // DeleteWorkflow deletes every version of the stored workflow name that the
