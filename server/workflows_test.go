@@ -155,6 +155,21 @@ func TestWorkflowSavedFromPromptRunsWithoutModel(t *testing.T) {
 	if tool == nil || !strings.Contains(tool.Description, "version 2") {
 		t.Errorf("after the second save the tool is %+v", tool)
 	}
+	// Deleted: clients are told, and it is gone.
+	for len(changed) > 0 {
+		<-changed
+	}
+	if n, err := app.DeleteWorkflow(t.Context(), "", "", "greet"); err != nil || n != 2 {
+		t.Fatalf("delete = %d, %v", n, err)
+	}
+	select {
+	case <-changed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no notifications/tools/list_changed after the delete")
+	}
+	if toolNamed(t, cs, "workflow__greet") != nil {
+		t.Error("workflow__greet is listed after its delete")
+	}
 }
 
 func textOf(res *mcp.CallToolResult) string {
@@ -259,6 +274,52 @@ func TestConfiguredWorkflowCheckedAgainstCatalog(t *testing.T) {
 	}
 	if pa.calls.Load() != calls {
 		t.Error("the changed tool was called")
+	}
+}
+
+// TestWorkflowStepsDrawFromCallerBudget: a workflow's steps count against
+// its caller's request: with max_tool_calls 2, a plan that calls a
+// workflow of two probe calls runs out inside it.
+func TestWorkflowStepsDrawFromCallerBudget(t *testing.T) {
+	pa := &probe{}
+	cfg := config.Default()
+	cfg.Limits.MaxToolCalls = 2
+	cfg.Workflows = map[string]workflows.Config{"twice": {
+		Plan: map[string]any{"steps": []any{
+			map[string]any{"id": "one", "tool": "a_probe", "arguments": map[string]any{"label": "1"}},
+			map[string]any{"id": "two", "tool": "a_probe", "arguments": map[string]any{"label": "2"}},
+		}},
+	}}
+	app := newApp(t, cfg, pa.tool(t, "a_probe"))
+	cs := connectInMemory(t, app, "")
+	_, env := runPlan(t, cs, map[string]any{"plan": map[string]any{"steps": []any{map[string]any{"id": "w", "tool": "workflow__twice"}}}})
+	if env.Artifact.Success {
+		t.Fatal("the plan succeeded past max_tool_calls")
+	}
+	data, _ := json.Marshal(env.Artifact.Steps)
+	if !strings.Contains(string(data), orchestrate.CodeLimitExceeded) {
+		t.Errorf("steps = %s; want %s from inside the workflow", data, orchestrate.CodeLimitExceeded)
+	}
+	if pa.calls.Load() != 1 {
+		t.Errorf("a_probe ran %d times; want 1 (the workflow step took the other call)", pa.calls.Load())
+	}
+}
+
+// TestWorkflowCallingItselfStopsAtMaxDepth: each call of a workflow is one
+// level deeper, so one that calls itself stops at limits.max_depth.
+func TestWorkflowCallingItselfStopsAtMaxDepth(t *testing.T) {
+	cfg := config.Default()
+	cfg.Workflows = map[string]workflows.Config{"again": {
+		Plan: map[string]any{"steps": []any{map[string]any{"id": "self", "tool": "workflow__again"}}},
+	}}
+	app := newApp(t, cfg)
+	cs := connectInMemory(t, app, "")
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "workflow__again", Arguments: map[string]any{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.IsError || !strings.Contains(textOf(res), orchestrate.CodeDepthExceeded) {
+		t.Errorf("isError %v, %q; want %s", res.IsError, textOf(res), orchestrate.CodeDepthExceeded)
 	}
 }
 
