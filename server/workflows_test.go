@@ -117,7 +117,7 @@ func TestWorkflowSavedFromPromptRunsWithoutModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	if res.IsError {
-		t.Fatalf("workflow__greet failed: %s", textOf(res))
+		t.Fatalf("workflow__greet failed: %s", servertest.Text(res))
 	}
 	got, _ := json.Marshal(res.StructuredContent)
 	if string(got) != `{"greeting":"bye ana"}` {
@@ -129,14 +129,14 @@ func TestWorkflowSavedFromPromptRunsWithoutModel(t *testing.T) {
 	// Left out, a parameter takes the run's value.
 	res, _ = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "workflow__greet", Arguments: map[string]any{}})
 	if got, _ := json.Marshal(res.StructuredContent); string(got) != `{"greeting":"hello ana"}` {
-		t.Errorf("with defaults: %s (%s)", got, textOf(res))
+		t.Errorf("with defaults: %s (%s)", got, servertest.Text(res))
 	}
 	res, err = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "workflow__greet", Arguments: map[string]any{"template": 42}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !res.IsError || !strings.Contains(textOf(res), "template") || !strings.Contains(textOf(res), "workflow__greet (version 1)") {
-		t.Errorf("wrong parameters: isError %v, %q; want the schema's error about template", res.IsError, textOf(res))
+	if !res.IsError || !strings.Contains(servertest.Text(res), "template") || !strings.Contains(servertest.Text(res), "workflow__greet (version 1)") {
+		t.Errorf("wrong parameters: isError %v, %q; want the schema's error about template", res.IsError, servertest.Text(res))
 	}
 	// The run it made is recorded with the version.
 	runs, _, err := app.Store().List(t.Context(), store.ListOptions{})
@@ -170,16 +170,6 @@ func TestWorkflowSavedFromPromptRunsWithoutModel(t *testing.T) {
 	if toolNamed(t, cs, "workflow__greet") != nil {
 		t.Error("workflow__greet is listed after its delete")
 	}
-}
-
-func textOf(res *mcp.CallToolResult) string {
-	var b strings.Builder
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			b.WriteString(tc.Text)
-		}
-	}
-	return b.String()
 }
 
 // TestWorkflowNotSavedSaysWhy: save_as on a run that failed keeps nothing
@@ -233,7 +223,7 @@ func TestConfiguredWorkflowCheckedAgainstCatalog(t *testing.T) {
 	checkToolRules(t, tool)
 	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "workflow__echo", Arguments: map[string]any{"label": "hi"}})
 	if err != nil || res.IsError {
-		t.Fatalf("direct call: %v %s", err, textOf(res))
+		t.Fatalf("direct call: %v %s", err, servertest.Text(res))
 	}
 	if got, _ := json.Marshal(res.StructuredContent); string(got) != `{"said":"hi"}` {
 		t.Errorf("direct call returned %s", got)
@@ -266,7 +256,7 @@ func TestConfiguredWorkflowCheckedAgainstCatalog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	msg := textOf(res)
+	msg := servertest.Text(res)
 	for _, want := range []string{`workflow "echo" version 3`, `step "say"`, "plan.steps[0].arguments.label"} {
 		if !res.IsError || !strings.Contains(msg, want) {
 			t.Errorf("after the change: isError %v, %q; want it to name %s", res.IsError, msg, want)
@@ -318,8 +308,8 @@ func TestWorkflowCallingItselfStopsAtMaxDepth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !res.IsError || !strings.Contains(textOf(res), orchestrate.CodeDepthExceeded) {
-		t.Errorf("isError %v, %q; want %s", res.IsError, textOf(res), orchestrate.CodeDepthExceeded)
+	if !res.IsError || !strings.Contains(servertest.Text(res), orchestrate.CodeDepthExceeded) {
+		t.Errorf("isError %v, %q; want %s", res.IsError, servertest.Text(res), orchestrate.CodeDepthExceeded)
 	}
 }
 
@@ -402,7 +392,7 @@ func TestWorkflowsScopedByTenant(t *testing.T) {
 	}
 	res, err := alice.CallTool(t.Context(), &mcp.CallToolParams{Name: "workflow__alice_report", Arguments: map[string]any{"label": "again"}})
 	if err != nil || res.IsError {
-		t.Fatalf("alice's call: %v %s", err, textOf(res))
+		t.Fatalf("alice's call: %v %s", err, servertest.Text(res))
 	}
 	if got, _ := json.Marshal(res.StructuredContent); string(got) != `{"result":"again"}` {
 		t.Errorf("alice's call returned %s", got)
@@ -489,7 +479,7 @@ func TestConfiguredWorkflowOverRealFilesystem(t *testing.T) {
 	cs := connectInMemory(t, app, "")
 	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "workflow__ls", Arguments: map[string]any{"dir": dir}})
 	if err != nil || res.IsError {
-		t.Fatalf("workflow__ls: %v %s", err, textOf(res))
+		t.Fatalf("workflow__ls: %v %s", err, servertest.Text(res))
 	}
 	if got, _ := json.Marshal(res.StructuredContent); !strings.Contains(string(got), "[FILE] notes.txt") {
 		t.Errorf("workflow__ls returned %s", got)
@@ -519,8 +509,8 @@ func TestConfiguredWorkflowOverRealFilesystem(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{`workflow "ls" version 1`, `step "list"`, "plan.steps[0].arguments"} {
-		if !res.IsError || !strings.Contains(textOf(res), want) {
-			t.Errorf("after the swap: isError %v, %q; want it to name %s", res.IsError, textOf(res), want)
+		if !res.IsError || !strings.Contains(servertest.Text(res), want) {
+			t.Errorf("after the swap: isError %v, %q; want it to name %s", res.IsError, servertest.Text(res), want)
 		}
 	}
 	runs, _, _ := app.Store().List(t.Context(), store.ListOptions{})
