@@ -348,6 +348,9 @@ func (s *Step) InLoop() bool {
 // Tools returns the catalog e's plans are validated against.
 func (e *Engine) Tools() Tools { return e.opts.Tools }
 
+// WorkflowToolPrefix begins the catalog name of every workflow's tool.
+const WorkflowToolPrefix = "workflow__"
+
 // SaveAs asks that a run's plan be kept as the workflow Name (its tool is
 // workflow__<Name>) once the run succeeded: its bindings and literal
 // arguments become the workflow's parameters. Saving a name again adds a

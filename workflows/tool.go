@@ -39,6 +39,9 @@ func Tool(w *Workflow, opts ToolOptions) registry.Tool {
 		desc = "Runs the workflow " + name + "."
 	}
 	desc += " A saved plan: a call runs its steps with no model call (version " + strconv.Itoa(w.Version) + ")."
+	if p, err := w.DecodePlan(); err == nil {
+		desc += " Calls " + describeTools(p) + "."
+	}
 	return registry.Tool{
 		Name:         ToolName(name),
 		Title:        "Workflow " + name,

@@ -15,7 +15,7 @@ import (
 )
 
 // Prefix begins the catalog name of every workflow's tool.
-const Prefix = "workflow__"
+const Prefix = orchestrate.WorkflowToolPrefix
 
 // Source is the catalog source of workflows' tools.
 const Source = "workflow"
