@@ -7,6 +7,8 @@ import (
 	"slices"
 
 	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/orchestra-mcp/orchestra/orchestrate"
 )
 
 // ExecutionRequest is what an agent is asked: the input of its tool.
@@ -32,15 +34,6 @@ const (
 	StatusPartial = "partial"
 )
 
-// Error codes of an [ExecutionResponse].
-const (
-	CodeModelError    = "model_error"
-	CodeMaxToolSteps  = "max_tool_steps"
-	CodeInvalidOutput = "invalid_output"
-	CodeTimeout       = "timeout"
-	CodeInvalidInput  = "invalid_input"
-)
-
 // ExecutionResponse is what an agent answers: the structured output of its
 // tool.
 type ExecutionResponse struct {
@@ -60,8 +53,8 @@ type Result struct {
 
 // ResponseError says why an agent did not answer.
 type ResponseError struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
+	Code    orchestrate.Code `json:"code"`
+	Message string           `json:"message"`
 }
 
 // Metadata is the account of an agent's run.

@@ -35,7 +35,7 @@ func (e *Engine) ValidateParameters(p *Plan, params map[string]*jsonschema.Schem
 // bindingNode returns the node of the value ref, a binding reference,
 // reads: from the binding's value, or from its schema when the plan is
 // validated against parameters.
-func (v *validator) bindingNode(ref *Ref, fail func(code, format string, args ...any) *Issue) (schemas.Node, bool) {
+func (v *validator) bindingNode(ref *Ref, fail func(code Code, format string, args ...any) *Issue) (schemas.Node, bool) {
 	if v.params != nil {
 		ps, ok := v.params[ref.Binding]
 		if !ok {
@@ -179,7 +179,7 @@ func (v *validator) valueSchema(val any) *jsonschema.Schema {
 		if t.Kind == Literal {
 			return &jsonschema.Schema{Type: "string"}
 		}
-		ignore := func(string, string, ...any) *Issue { return &Issue{} }
+		ignore := func(Code, string, ...any) *Issue { return &Issue{} }
 		var n schemas.Node
 		var ok bool
 		if t.Ref.IsBinding() {
@@ -367,10 +367,6 @@ type SavedWorkflow struct {
 	Tool    string `json:"tool"`
 }
 
-// CodeWorkflowNotSaved is the code of the warning of a run whose save_as
-// could not be honoured; the run's own result stands.
-const CodeWorkflowNotSaved = "workflow_not_saved"
-
 var workflowName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
 
 // CheckWorkflowName reports whether name may name a workflow, and how to
@@ -385,7 +381,7 @@ func CheckWorkflowName(name string) error {
 func (d *decoder) saveAs(v any, path string) *SaveAs {
 	obj, ok := v.(map[string]any)
 	if !ok {
-		d.add(path, CodeInvalidValue, fmt.Sprintf("save_as must be an object {\"name\": \"...\", \"description\": \"...\"}, not %s", jsonTypeOf(v)))
+		d.add(path, CodeInvalidValue, fmt.Sprintf("save_as must be an object {\"name\": \"...\", \"description\": \"...\"}, not %s", schemas.TypePhrase(v)))
 		return nil
 	}
 	sa := &SaveAs{}

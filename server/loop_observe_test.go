@@ -15,8 +15,8 @@ import (
 
 	"github.com/orchestra-mcp/orchestra/config"
 	"github.com/orchestra-mcp/orchestra/server"
-	"github.com/orchestra-mcp/orchestra/server/servertest"
 	"github.com/orchestra-mcp/orchestra/telemetry"
+	"github.com/orchestra-mcp/orchestra/testutil/servertest"
 )
 
 // loopPlan lists three numbers and doubles each in a loop.

@@ -16,11 +16,11 @@ import (
 
 	"github.com/orchestra-mcp/orchestra/agents"
 	"github.com/orchestra-mcp/orchestra/config"
-	"github.com/orchestra-mcp/orchestra/internal/fakeopenai"
 	"github.com/orchestra-mcp/orchestra/llm"
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 	"github.com/orchestra-mcp/orchestra/server"
-	"github.com/orchestra-mcp/orchestra/server/servertest"
+	"github.com/orchestra-mcp/orchestra/testutil/fakeopenai"
+	"github.com/orchestra-mcp/orchestra/testutil/servertest"
 )
 
 // The breaks of the request budget tree, replayed: each used to pass one

@@ -13,6 +13,7 @@ import (
 
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 	"github.com/orchestra-mcp/orchestra/registry"
+	"github.com/orchestra-mcp/orchestra/server/tenancy"
 	"github.com/orchestra-mcp/orchestra/store"
 	"github.com/orchestra-mcp/orchestra/toolcontext"
 	"github.com/orchestra-mcp/orchestra/workflows"
@@ -159,7 +160,7 @@ func callerIdentity(extra *mcp.RequestExtra) (user, tenant string) {
 	if extra == nil || extra.TokenInfo == nil {
 		return "", ""
 	}
-	return extra.TokenInfo.UserID, tenantOf(extra.TokenInfo)
+	return extra.TokenInfo.UserID, tenancy.Of(extra.TokenInfo)
 }
 
 // SaveWorkflow keeps plan, run with bindings, as the workflow sa names,

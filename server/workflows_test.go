@@ -15,15 +15,15 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/orchestra-mcp/orchestra/config"
-	"github.com/orchestra-mcp/orchestra/internal/fakeopenai"
 	"github.com/orchestra-mcp/orchestra/llm"
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 	"github.com/orchestra-mcp/orchestra/planner"
 	"github.com/orchestra-mcp/orchestra/registry"
 	"github.com/orchestra-mcp/orchestra/registry/mcpserver"
 	"github.com/orchestra-mcp/orchestra/server"
-	"github.com/orchestra-mcp/orchestra/server/servertest"
 	"github.com/orchestra-mcp/orchestra/store"
+	"github.com/orchestra-mcp/orchestra/testutil/fakeopenai"
+	"github.com/orchestra-mcp/orchestra/testutil/servertest"
 	"github.com/orchestra-mcp/orchestra/workflows"
 )
 
@@ -287,7 +287,7 @@ func TestWorkflowStepsDrawFromCallerBudget(t *testing.T) {
 		t.Fatal("the plan succeeded past max_tool_calls")
 	}
 	data, _ := json.Marshal(env.Artifact.Steps)
-	if !strings.Contains(string(data), orchestrate.CodeLimitExceeded) {
+	if !strings.Contains(string(data), string(orchestrate.CodeLimitExceeded)) {
 		t.Errorf("steps = %s; want %s from inside the workflow", data, orchestrate.CodeLimitExceeded)
 	}
 	if pa.calls.Load() != 1 {
@@ -308,7 +308,7 @@ func TestWorkflowCallingItselfStopsAtMaxDepth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !res.IsError || !strings.Contains(servertest.Text(res), orchestrate.CodeDepthExceeded) {
+	if !res.IsError || !strings.Contains(servertest.Text(res), string(orchestrate.CodeDepthExceeded)) {
 		t.Errorf("isError %v, %q; want %s", res.IsError, servertest.Text(res), orchestrate.CodeDepthExceeded)
 	}
 }

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/orchestra-mcp/orchestra/internal/pgtest"
+	"github.com/orchestra-mcp/orchestra/testutil/pgtest"
 )
 
 func TestWorkflowsVersionsAndScopes(t *testing.T) {

@@ -111,7 +111,7 @@ func (w *Workflow) result(env *orchestrate.Envelope) *registry.Result {
 	if !a.Success {
 		var msgs []string
 		for _, is := range a.ValidationErrors {
-			msgs = append(msgs, is.Code+": "+is.Message)
+			msgs = append(msgs, string(is.Code)+": "+is.Message)
 		}
 		for _, e := range a.Errors {
 			msgs = append(msgs, e.Error())
