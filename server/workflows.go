@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -24,6 +25,9 @@ import (
 // them: a configured one to every caller or to its tenants, a stored one to
 // the caller who saved it (within its tenant) and to the machine's own
 // callers, as records are. A call runs the newest version its caller sees.
+
+// startupRead bounds the read of the stored workflows at start-up.
+const startupRead = 10 * time.Second
 
 // workflowSet is the newest version of every workflow, by name.
 type workflowSet struct {
@@ -46,7 +50,11 @@ func (a *App) addWorkflows(ctx context.Context) error {
 		}
 		a.workflows.byName[name] = w
 	}
-	stored, err := a.store.Workflows(ctx, store.Scope{})
+	// Read whatever ctx's fate: a server told to stop as it starts still
+	// starts whole, then stops.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), startupRead)
+	defer cancel()
+	stored, err := a.store.Workflows(rctx, store.Scope{})
 	if err != nil {
 		return fmt.Errorf("loading workflows: %w", err)
 	}
