@@ -34,7 +34,7 @@ func MCPTool(unlisted []registry.Tool) *mcp.Tool {
 	}
 }
 
-const howTo = `Runs a multi-step tool plan in ONE call instead of calling tools one by one. It is checked against the tools' schemas first: on any problem nothing runs, and all are reported.
+const howTo = `Runs a multi-step tool plan in ONE call, not tool by tool. It is checked against the tools' schemas first: on any problem nothing runs, and all are reported.
 
 Steps run in order; {"parallel": [steps]} runs a group at once; "schedule": "dag" starts each step when its inputs are ready. Templates in argument strings:
 - "$0.output.f" (step 0's output, type kept), "$id.output.items[0].url" (by step id), "$bindings.name"
@@ -47,8 +47,7 @@ A plan's "answer" (text with ${...}) or "return" (a template value) comes back a
 
 Step options: timeout_ms, retry {max_attempts, backoff_ms}, on_error: "continue", "when": "$c.output.ok" (runs only if truthy). Group: merge "collect" | "first_success" | "all_settled". "dry_run": true only validates.
 {"for_each": "$l.output.items", "do": {step using "$item.x", "$item_index"}} runs do per element; output: their array.
-"client_tools" (run by you) pause the run (artifact.pending); go on with {"resume": {"exec_id": "...", "results": {"<step id>": output}}}.
-"save_as": {"name": "x", "description": "..."} keeps a run that succeeded as the tool workflow__x: its bindings and literal arguments become parameters, and a call runs the plan again with no model.`
+"client_tools" (yours) pause the run (artifact.pending); go on with {"resume": {"exec_id": "...", "results": {"<step id>": output}}}.`
 
 // exampleBuiltins is the description's example plan, over built-in tools;
 // exampleGeneric replaces it for a caller that may not call them.
