@@ -14,6 +14,7 @@ import (
 	"go.yaml.in/yaml/v4"
 
 	"github.com/orchestra-mcp/orchestra/config"
+	"github.com/orchestra-mcp/orchestra/internal/jsongate"
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 	"github.com/orchestra-mcp/orchestra/server"
 	"github.com/orchestra-mcp/orchestra/store"
@@ -144,7 +145,7 @@ type exported struct {
 }
 
 func importWorkflows(ctx context.Context, env *cliEnv, app *server.App, path, owner, tenant string) int {
-	data, err := readInput(env, path, 16<<20)
+	data, err := readInput(env, path, jsongate.Limits{Bytes: config.MaxFileBytes})
 	if err != nil {
 		env.errorf("reading %s: %v", path, err)
 		return ExitInvalid

@@ -116,14 +116,14 @@ func (a *App) resolveWorkflow(ctx context.Context, name string) (*workflows.Work
 	w := a.workflows.byName[name]
 	a.workflows.mu.Unlock()
 	if w != nil && w.Configured {
-		if !workflowVisible(w, ids.UserID, ids.Tenant) {
+		if !workflowVisible(w, ids.Owner, ids.Tenant) {
 			return nil, fmt.Errorf("unknown tool %q", workflows.ToolName(name))
 		}
 		return w, nil
 	}
 	scope := store.Scope{}
-	if ids.UserID != "" {
-		scope = store.OwnerScope(ids.UserID).InTenant(ids.Tenant)
+	if ids.Owner != "" {
+		scope = store.OwnerScope(ids.Owner).InTenant(ids.Tenant)
 	}
 	sw, err := a.store.Workflow(ctx, scope, name, 0)
 	if errors.Is(err, store.ErrWorkflowNotFound) {
@@ -260,7 +260,7 @@ func (a *App) finishRun(ctx context.Context, r *orchestrate.Request, env *orches
 		return
 	}
 	ids, _ := toolcontext.IDsFrom(ctx)
-	w, err := a.SaveWorkflow(ctx, ids.UserID, ids.Tenant, *r.SaveAs, env.Artifact.Plan, r.Bindings, env.Metadata.ExecID)
+	w, err := a.SaveWorkflow(ctx, ids.Owner, ids.Tenant, *r.SaveAs, env.Artifact.Plan, r.Bindings, env.Metadata.ExecID)
 	if err != nil {
 		warn(err.Error())
 		return
