@@ -58,7 +58,7 @@ func (a *App) orchestrateHandler() mcp.ToolHandler {
 				return a.prompt(ctx, e, req, r)
 			},
 			Finished: a.finishRun,
-			Result: a.resultFor,
+			Result:   a.resultFor,
 		})(ctx, req)
 	}
 }
