@@ -31,8 +31,8 @@ func cmdWorkflows(ctx context.Context, env *cliEnv, args []string) int {
 	name := fs.String("name", "", "save: the workflow's `NAME` (its tool is workflow__NAME)")
 	desc := fs.String("description", "", "save: what the workflow does, its tool's `DESCRIPTION`")
 	version := fs.Int("version", 0, "show: the `N`th version (default the newest)")
-	owner := fs.String("owner", "", "import: the `USER` the workflows belong to (default the machine's own callers)")
-	tenant := fs.String("tenant", "", "import: the `TENANT` they belong to")
+	owner := fs.String("owner", "", "show, delete, export, import: the `USER` whose workflows (default the machine's own callers)")
+	tenant := fs.String("tenant", "", "show, delete, export, import: the `TENANT` of that user")
 	// Flags may follow the arguments: workflows save EXEC_ID --name NAME.
 	var pos []string
 	for {
@@ -84,14 +84,14 @@ func cmdWorkflows(ctx context.Context, env *cliEnv, args []string) int {
 	case "list":
 		return listWorkflows(ctx, env, cfg, st, *asJSON)
 	case "show":
-		return showWorkflow(ctx, env, cfg, st, rest[0], *version)
+		return showWorkflow(ctx, env, cfg, st, store.OwnerScope(*owner).InTenant(*tenant), rest[0], *version)
 	case "delete":
 		if _, configured := cfg.Workflows[rest[0]]; configured {
 			env.errorf("workflow %q is configured, not stored", rest[0])
 			fmt.Fprintln(env.stderr, "hint: remove it from the workflows block of the configuration file")
 			return ExitFailed
 		}
-		n, err := st.DeleteWorkflow(ctx, store.Scope{}, rest[0])
+		n, err := st.DeleteWorkflow(ctx, store.OwnerScope(*owner).InTenant(*tenant), rest[0])
 		if err != nil {
 			env.errorf("%v", err)
 			return ExitFailed
@@ -99,7 +99,7 @@ func cmdWorkflows(ctx context.Context, env *cliEnv, args []string) int {
 		fmt.Fprintf(env.stderr, "orchestra: deleted %d version(s) of workflow %s; a running server lists it until it restarts, and a call of it fails at once\n", n, rest[0])
 		return ExitOK
 	}
-	return exportWorkflows(ctx, env, cfg, st, rest)
+	return exportWorkflows(ctx, env, cfg, st, store.OwnerScope(*owner).InTenant(*tenant), rest)
 }
 
 func saveWorkflow(ctx context.Context, env *cliEnv, app *server.App, execID string, sa orchestrate.SaveAs) int {
@@ -162,13 +162,21 @@ func importWorkflows(ctx context.Context, env *cliEnv, app *server.App, path, ow
 	}
 	failed := false
 	for _, name := range slices.Sorted(maps.Keys(in.Workflows)) {
-		w, err := workflows.FromConfig(name, in.Workflows[name])
+		c := in.Workflows[name]
+		w, err := workflows.FromConfig(name, c)
 		if err == nil {
 			w.Owner, w.Tenant = owner, tenant
-			err = app.StoreWorkflow(ctx, w)
+			if c.Version > 0 { // as exported: the same version
+				err = app.ImportWorkflow(ctx, w)
+			} else {
+				err = app.StoreWorkflow(ctx, w)
+			}
 		}
 		if err != nil {
 			env.errorf("%v", err)
+			if errors.Is(err, store.ErrWorkflowVersion) {
+				fmt.Fprintf(env.stderr, "hint: import keeps the version a file gives; leave out %s's version: to import it as the next one\n", name)
+			}
 			failed = true
 			continue
 		}
@@ -180,33 +188,34 @@ func importWorkflows(ctx context.Context, env *cliEnv, app *server.App, path, ow
 	return ExitOK
 }
 
-// allWorkflows returns the configured workflows and the store's newest
-// versions, by name.
-func allWorkflows(ctx context.Context, cfg *config.Config, st *store.Store) (map[string]*workflows.Workflow, error) {
-	out := map[string]*workflows.Workflow{}
-	stored, err := st.Workflows(ctx, store.Scope{})
+// allWorkflows returns the configured workflows and the newest versions of
+// the stored ones scope sees, sorted by name (then tenant and owner).
+func allWorkflows(ctx context.Context, cfg *config.Config, st *store.Store, scope store.Scope) ([]*workflows.Workflow, error) {
+	stored, err := st.Workflows(ctx, scope)
 	if err != nil {
 		return nil, err
+	}
+	var out []*workflows.Workflow
+	for _, name := range slices.Sorted(maps.Keys(cfg.Workflows)) {
+		w, err := workflows.FromConfig(name, cfg.Workflows[name])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, w)
 	}
 	for _, sw := range stored {
 		w, err := workflows.FromStore(sw)
 		if err != nil {
 			return nil, err
 		}
-		out[w.Name] = w
+		out = append(out, w)
 	}
-	for name, c := range cfg.Workflows {
-		w, err := workflows.FromConfig(name, c)
-		if err != nil {
-			return nil, err
-		}
-		out[name] = w
-	}
+	slices.SortStableFunc(out, func(a, b *workflows.Workflow) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }
 
 func listWorkflows(ctx context.Context, env *cliEnv, cfg *config.Config, st *store.Store, asJSON bool) int {
-	all, err := allWorkflows(ctx, cfg, st)
+	all, err := allWorkflows(ctx, cfg, st, store.Scope{})
 	if err != nil {
 		env.errorf("%v", err)
 		return ExitFailed
@@ -222,9 +231,8 @@ func listWorkflows(ctx context.Context, env *cliEnv, cfg *config.Config, st *sto
 		Description string   `json:"description"`
 	}
 	rows := []row{}
-	for _, name := range slices.Sorted(maps.Keys(all)) {
-		w := all[name]
-		r := row{Name: name, Version: w.Version, Source: "store", Owner: w.Owner, Tenant: w.Tenant, Tenants: w.Tenants,
+	for _, w := range all {
+		r := row{Name: w.Name, Version: w.Version, Source: "store", Owner: w.Owner, Tenant: w.Tenant, Tenants: w.Tenants,
 			Parameters: slices.Sorted(maps.Keys(w.Parameters.Properties)), Description: w.Description}
 		if r.Parameters == nil {
 			r.Parameters = []string{}
@@ -251,14 +259,14 @@ func listWorkflows(ctx context.Context, env *cliEnv, cfg *config.Config, st *sto
 	return ExitOK
 }
 
-func showWorkflow(ctx context.Context, env *cliEnv, cfg *config.Config, st *store.Store, name string, version int) int {
+func showWorkflow(ctx context.Context, env *cliEnv, cfg *config.Config, st *store.Store, scope store.Scope, name string, version int) int {
 	var w *workflows.Workflow
 	var err error
 	if c, ok := cfg.Workflows[name]; ok {
 		w, err = workflows.FromConfig(name, c)
 	} else {
 		var sw *store.Workflow
-		if sw, err = st.Workflow(ctx, store.Scope{}, name, version); err == nil {
+		if sw, err = st.Workflow(ctx, scope, name, version); err == nil {
 			w, err = workflows.FromStore(*sw)
 			if err == nil {
 				fmt.Fprintf(env.stderr, "orchestra: workflow %s version %d, saved %s%s\n", name, sw.Version,
@@ -281,11 +289,15 @@ func savedFrom(execID string) string {
 	return " from run " + execID
 }
 
-func exportWorkflows(ctx context.Context, env *cliEnv, cfg *config.Config, st *store.Store, names []string) int {
-	all, err := allWorkflows(ctx, cfg, st)
+func exportWorkflows(ctx context.Context, env *cliEnv, cfg *config.Config, st *store.Store, scope store.Scope, names []string) int {
+	list, err := allWorkflows(ctx, cfg, st, scope)
 	if err != nil {
 		env.errorf("%v", err)
 		return ExitFailed
+	}
+	all := map[string]*workflows.Workflow{}
+	for _, w := range slices.Backward(list) { // a configured one before a stored one of its name
+		all[w.Name] = w
 	}
 	if len(names) == 0 {
 		names = slices.Sorted(maps.Keys(all))

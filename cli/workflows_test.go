@@ -38,6 +38,11 @@ func TestCLIWorkflows(t *testing.T) {
 	if res.code != 0 || !strings.Contains(res.stderr, "as workflow hello version 1 (tool workflow__hello) with 2 parameter(s)") {
 		t.Fatalf("save: %d %s", res.code, res.stderr)
 	}
+	// Saved again: version 2, which export writes and import keeps.
+	res = runCLI(t, t.Context(), "", "workflows", "--store", db, "save", env.Meta.ExecID, "--name", "hello", "--description", "Says hi.")
+	if res.code != 0 || !strings.Contains(res.stderr, "as workflow hello version 2") {
+		t.Fatalf("second save: %d %s", res.code, res.stderr)
+	}
 	res = runCLI(t, t.Context(), "", "workflows", "--store", db, "list", "--json")
 	var rows []struct {
 		Name       string   `json:"name"`
@@ -58,6 +63,13 @@ func TestCLIWorkflows(t *testing.T) {
 	if err := os.WriteFile(export, []byte(res.stdout), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	if !strings.Contains(res.stdout, "version: 2") {
+		t.Fatalf("export does not write the version:\n%s", res.stdout)
+	}
+	// Another owner's name is not this one's: delete sees only the owner's.
+	if res = runCLI(t, t.Context(), "", "workflows", "--store", db, "delete", "hello", "--owner", "static:bob"); res.code == 0 {
+		t.Fatal("deleting the machine's workflow as static:bob succeeded")
+	}
 	if res = runCLI(t, t.Context(), "", "workflows", "--store", db, "delete", "hello"); res.code != 0 {
 		t.Fatalf("delete: %d %s", res.code, res.stderr)
 	}
@@ -65,8 +77,14 @@ func TestCLIWorkflows(t *testing.T) {
 		t.Fatal("show after delete succeeded")
 	}
 	res = runCLI(t, t.Context(), "", "workflows", "--store", db, "import", export)
-	if res.code != 0 || !strings.Contains(res.stderr, "imported workflow hello as version 1") {
+	if res.code != 0 || !strings.Contains(res.stderr, "imported workflow hello as version 2") {
 		t.Fatalf("import: %d %s", res.code, res.stderr)
+	}
+	// Importing it again would put a second version 2 beside the first:
+	// refused, saying how to import it as the next version instead.
+	res = runCLI(t, t.Context(), "", "workflows", "--store", db, "import", export)
+	if res.code == 0 || !strings.Contains(res.stderr, "newest stored is 2") || !strings.Contains(res.stderr, "leave out hello's version:") {
+		t.Fatalf("importing version 2 again: %d %s", res.code, res.stderr)
 	}
 	// The imported workflow runs as a plan step.
 	callFile := filepath.Join(dir, "call.json")

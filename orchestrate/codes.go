@@ -106,7 +106,8 @@ const (
 	// condition holds, and is skipped with it otherwise.
 	CodeConditional Code = "conditional_reference"
 	// CodeWorkflowNotSaved: the run's save_as could not be honoured (the
-	// run did not succeed, the name is taken, or the plan does not fit);
+	// run did not succeed, the name is a configured workflow's, or the plan
+	// does not fit);
 	// the run's own result stands.
 	CodeWorkflowNotSaved Code = "workflow_not_saved"
 )

@@ -52,6 +52,7 @@ func (a *App) withTenant(ctx context.Context, req *mcp.CallToolRequest, ro *orch
 		ro.Limits = &lim
 	}
 	ro.AllowTool = a.allowFor(user, name)
+	ro.ToolFor = a.workflowView(user, name)
 	return ctx, t, ok
 }
 
@@ -61,7 +62,7 @@ func (a *App) withTenant(ctx context.Context, req *mcp.CallToolRequest, ro *orch
 // (its steps are held to them); one it does not see it may not.
 func (a *App) allowFor(user, tenant string) func(string) bool {
 	t, inTenant := a.Config.Tenants[tenant]
-	if user == "" || (!inTenant && !a.workflows.scoped()) {
+	if !inTenant && !a.workflows.scoped() {
 		return nil
 	}
 	sees := a.seesTool(user, tenant)
@@ -90,7 +91,8 @@ func (a *App) tenantTools(next mcp.MethodHandler) mcp.MethodHandler {
 				}
 			}()
 		}
-		allow := a.callerTools(req.GetExtra())
+		user, tenant := a.caller(req.GetExtra())
+		allow := a.allowFor(user, tenant)
 		if allow == nil {
 			return next(ctx, method, req)
 		}
@@ -102,17 +104,18 @@ func (a *App) tenantTools(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		res, err = next(ctx, method, req)
 		if lr, ok := res.(*mcp.ListToolsResult); ok && err == nil {
-			a.scopeToolList(lr, allow)
+			a.scopeToolList(lr, allow, a.workflowView(user, tenant))
 		}
 		return res, err
 	}
 }
 
-// scopeToolList narrows a tools/list result to the tools allow accepts.
-// Nothing in it names another tool: agent_orchestrate's description lists
-// only the caller's unlisted tools, and orchestra_tools, which describes
-// those, is listed only when there are some.
-func (a *App) scopeToolList(lr *mcp.ListToolsResult, allow func(string) bool) {
+// scopeToolList narrows a tools/list result to the tools allow accepts,
+// each workflow's tool the caller's own (view, when set). Nothing in it
+// names another tool: agent_orchestrate's description lists only the
+// caller's unlisted tools, and orchestra_tools, which describes those, is
+// listed only when there are some.
+func (a *App) scopeToolList(lr *mcp.ListToolsResult, allow func(string) bool, view func(string) (registry.Tool, bool)) {
 	unlisted := a.unlistedFor(allow)
 	lr.Tools = slices.DeleteFunc(slices.Clone(lr.Tools), func(tool *mcp.Tool) bool {
 		switch tool.Name {
@@ -129,6 +132,11 @@ func (a *App) scopeToolList(lr *mcp.ListToolsResult, allow func(string) bool) {
 			scoped.Description = orchestrate.DescribeFor(unlisted, allow)
 			lr.Tools[i] = &scoped
 		}
+		if view != nil {
+			if own, ok := view(tool.Name); ok {
+				lr.Tools[i] = mcpTool(own)
+			}
+		}
 	}
 }
 
@@ -141,13 +149,19 @@ func (a *App) unlistedFor(allow func(string) bool) []registry.Tool {
 	return slices.DeleteFunc(tools, func(t registry.Tool) bool { return a.exposed[t.Name] || !allow(t.Name) })
 }
 
+// caller returns the user and configured tenant of extra's caller; ""
+// and "" for the machine's own callers.
+func (a *App) caller(extra *mcp.RequestExtra) (user, tenant string) {
+	if extra == nil {
+		return "", ""
+	}
+	user, _ = callerIdentity(extra)
+	tenant, _, _ = a.tenant(extra.TokenInfo)
+	return user, tenant
+}
+
 // callerTools returns what the caller of extra may call: nil for every
 // tool, or its filter (allowFor).
 func (a *App) callerTools(extra *mcp.RequestExtra) func(string) bool {
-	if extra == nil {
-		return nil
-	}
-	user, _ := callerIdentity(extra)
-	tenant, _, _ := a.tenant(extra.TokenInfo)
-	return a.allowFor(user, tenant)
+	return a.allowFor(a.caller(extra))
 }

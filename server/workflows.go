@@ -23,32 +23,61 @@ import (
 // Workflows. The configured ones and the store's are each the catalog tool
 // workflow__<name> (package workflows), listed to the callers who may see
 // them: a configured one to every caller or to its tenants, a stored one to
-// the caller who saved it (within its tenant) and to the machine's own
-// callers, as records are. A call runs the newest version its caller sees.
+// the caller who saved it, within its tenant (the machine's own callers are
+// one such caller). Stored names are per owner and tenant: two callers may
+// each keep a workflow of one name, and each sees and calls its own. The
+// catalog holds one tool per name; a stored name's catalog tool is
+// neutral (it says nothing of anyone's workflow), and each caller's view
+// (workflowView) puts its own definition in its place, in tools/list, in
+// its plans' checks and in its planner's prompt. A call runs the newest
+// version its caller sees.
 
 // startupRead bounds the read of the stored workflows at start-up.
 const startupRead = 10 * time.Second
 
-// workflowSet is the newest version of every workflow, by name.
+// workflowKey names a stored workflow: its owner, tenant and name.
+type workflowKey struct{ owner, tenant, name string }
+
+// workflowSet is the newest version of every workflow: the configured ones
+// by name, the stored ones by owner, tenant and name.
 type workflowSet struct {
-	mu     sync.Mutex
-	byName map[string]*workflows.Workflow
+	mu         sync.Mutex
+	configured map[string]*workflows.Workflow
+	stored     map[workflowKey]*workflows.Workflow
 	// unfit remembers the last check that failed per workflow, so that a
 	// catalog change logs a workflow that does not fit once.
-	unfit map[string]string
+	unfit map[*workflows.Workflow]string
+}
+
+// visible returns the workflow name the caller user (in tenant) sees: a
+// configured one it may see, else its own stored one; nil if none.
+func (s *workflowSet) visible(user, tenant, name string) *workflows.Workflow {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if w := s.configured[name]; w != nil && workflowVisible(w, user, tenant) {
+		return w
+	}
+	return s.stored[workflowKey{user, tenant, name}]
+}
+
+// all returns every workflow the set holds.
+func (s *workflowSet) all() []*workflows.Workflow {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append(slices.Collect(maps.Values(s.configured)), slices.Collect(maps.Values(s.stored))...)
 }
 
 // addWorkflows adds the configured workflows and the store's to the
-// catalog. A stored workflow whose name the configuration took is left
-// out, with a warning.
+// catalog. A stored workflow whose name a configured one its owner sees
+// took is left out, with a warning.
 func (a *App) addWorkflows(ctx context.Context) error {
-	a.workflows = &workflowSet{byName: map[string]*workflows.Workflow{}, unfit: map[string]string{}}
+	a.workflows = &workflowSet{configured: map[string]*workflows.Workflow{}, stored: map[workflowKey]*workflows.Workflow{}, unfit: map[*workflows.Workflow]string{}}
 	for _, name := range slices.Sorted(maps.Keys(a.Config.Workflows)) {
 		w, err := workflows.FromConfig(name, a.Config.Workflows[name])
 		if err != nil {
 			return err
 		}
-		a.workflows.byName[name] = w
+		a.workflows.configured[name] = w
 	}
 	// Read whatever ctx's fate: a server told to stop as it starts still
 	// starts whole, then stops.
@@ -59,8 +88,8 @@ func (a *App) addWorkflows(ctx context.Context) error {
 		return fmt.Errorf("loading workflows: %w", err)
 	}
 	for _, sw := range stored {
-		if _, taken := a.workflows.byName[sw.Name]; taken {
-			a.log.Warn("a stored workflow has the name of a configured one; the configured one is used", "workflow", sw.Name, "version", sw.Version)
+		if c := a.workflows.configured[sw.Name]; c != nil && workflowVisible(c, sw.Owner, sw.Tenant) {
+			a.log.Warn("a stored workflow has the name of a configured one its owner sees; the configured one is used", "workflow", sw.Name, "version", sw.Version)
 			continue
 		}
 		w, err := workflows.FromStore(sw)
@@ -68,21 +97,59 @@ func (a *App) addWorkflows(ctx context.Context) error {
 			a.log.Warn("a stored workflow does not load", "workflow", sw.Name, "version", sw.Version, "err", err)
 			continue
 		}
-		a.workflows.byName[sw.Name] = w
+		a.workflows.stored[workflowKey{sw.Owner, sw.Tenant, sw.Name}] = w
 	}
 	return a.Catalog.Add(a.workflowTools()...)
 }
 
-// workflowTools returns the tools of the workflows' newest versions.
+// workflowTools returns the catalog's tools of the workflows: a configured
+// one's own, and for a name only stored workflows have, a neutral tool
+// (workflows.SharedTool) that each caller's view replaces with its own.
 func (a *App) workflowTools() []registry.Tool {
 	a.workflows.mu.Lock()
 	defer a.workflows.mu.Unlock()
-	opts := workflows.ToolOptions{Engine: a.Engine, Resolve: a.resolveWorkflow}
-	tools := make([]registry.Tool, 0, len(a.workflows.byName))
-	for _, name := range slices.Sorted(maps.Keys(a.workflows.byName)) {
-		tools = append(tools, workflows.Tool(a.workflows.byName[name], opts))
+	opts := a.workflowToolOptions()
+	names := map[string]bool{}
+	for k := range a.workflows.stored {
+		names[k.name] = true
+	}
+	for name := range a.workflows.configured {
+		names[name] = true
+	}
+	tools := make([]registry.Tool, 0, len(names))
+	for _, name := range slices.Sorted(maps.Keys(names)) {
+		if w := a.workflows.configured[name]; w != nil && len(w.Tenants) == 0 {
+			tools = append(tools, workflows.Tool(w, opts))
+			continue
+		}
+		tools = append(tools, workflows.SharedTool(name, opts))
 	}
 	return tools
+}
+
+func (a *App) workflowToolOptions() workflows.ToolOptions {
+	return workflows.ToolOptions{Engine: a.Engine, Resolve: a.resolveWorkflow}
+}
+
+// workflowView returns the caller user's (in tenant) own definition of the
+// workflows' tools, for orchestrate.RunOptions.ToolFor; nil when no
+// workflow is scoped.
+func (a *App) workflowView(user, tenant string) func(string) (registry.Tool, bool) {
+	if !a.workflows.scoped() {
+		return nil
+	}
+	opts := a.workflowToolOptions()
+	return func(name string) (registry.Tool, bool) {
+		wname, ok := strings.CutPrefix(name, workflows.Prefix)
+		if !ok {
+			return registry.Tool{}, false
+		}
+		w := a.workflows.visible(user, tenant, wname)
+		if w == nil {
+			return registry.Tool{}, false
+		}
+		return workflows.Tool(w, opts), true
+	}
 }
 
 // checkWorkflows checks every workflow against the catalog as it is now
@@ -90,17 +157,14 @@ func (a *App) workflowTools() []registry.Tool {
 // whenever the catalog changes (a downstream server connected, or its tools
 // changed). A call of one fails before anything runs, saying why.
 func (a *App) checkWorkflows() {
-	a.workflows.mu.Lock()
-	ws := slices.Collect(maps.Values(a.workflows.byName))
-	a.workflows.mu.Unlock()
-	for _, w := range ws {
+	for _, w := range a.workflows.all() {
 		msg := ""
 		if err := w.Check(a.Engine); err != nil {
 			msg = err.Error()
 		}
 		a.workflows.mu.Lock()
-		changed := a.workflows.unfit[w.Name] != msg
-		a.workflows.unfit[w.Name] = msg
+		changed := a.workflows.unfit[w] != msg
+		a.workflows.unfit[w] = msg
 		a.workflows.mu.Unlock()
 		if changed && msg != "" {
 			a.log.Warn("a workflow does not fit the tools it calls", "workflow", w.Name, "version", w.Version, "err", msg)
@@ -109,23 +173,16 @@ func (a *App) checkWorkflows() {
 }
 
 // resolveWorkflow returns the newest version of the workflow name the
-// caller of ctx sees: a configured one, or the store's.
+// caller of ctx sees: a configured one, or its own in the store.
 func (a *App) resolveWorkflow(ctx context.Context, name string) (*workflows.Workflow, error) {
 	ids, _ := toolcontext.IDsFrom(ctx)
 	a.workflows.mu.Lock()
-	w := a.workflows.byName[name]
+	c := a.workflows.configured[name]
 	a.workflows.mu.Unlock()
-	if w != nil && w.Configured {
-		if !workflowVisible(w, ids.Owner, ids.Tenant) {
-			return nil, fmt.Errorf("unknown tool %q", workflows.ToolName(name))
-		}
-		return w, nil
+	if c != nil && workflowVisible(c, ids.Owner, ids.Tenant) {
+		return c, nil
 	}
-	scope := store.Scope{}
-	if ids.Owner != "" {
-		scope = store.OwnerScope(ids.Owner).InTenant(ids.Tenant)
-	}
-	sw, err := a.store.Workflow(ctx, scope, name, 0)
+	sw, err := a.store.Workflow(ctx, store.OwnerScope(ids.Owner).InTenant(ids.Tenant), name, 0)
 	if errors.Is(err, store.ErrWorkflowNotFound) {
 		return nil, fmt.Errorf("unknown tool %q", workflows.ToolName(name))
 	}
@@ -135,14 +192,13 @@ func (a *App) resolveWorkflow(ctx context.Context, name string) (*workflows.Work
 	return workflows.FromStore(*sw)
 }
 
-// workflowVisible reports whether the caller user (in tenant) sees w; the
-// machine's own callers (no user) see every workflow.
+// workflowVisible reports whether the caller user (in tenant) sees w: a
+// configured one without tenants every caller (and the machine's own
+// callers, no user, every configured one); a stored one its owner in its
+// tenant.
 func workflowVisible(w *workflows.Workflow, user, tenant string) bool {
-	if user == "" {
-		return true
-	}
 	if w.Configured {
-		return len(w.Tenants) == 0 || slices.Contains(w.Tenants, tenant)
+		return user == "" || len(w.Tenants) == 0 || slices.Contains(w.Tenants, tenant)
 	}
 	return w.Owner == user && w.Tenant == tenant
 }
@@ -152,13 +208,7 @@ func workflowVisible(w *workflows.Workflow, user, tenant string) bool {
 func (a *App) seesTool(user, tenant string) func(string) bool {
 	return func(name string) bool {
 		wname, ok := strings.CutPrefix(name, workflows.Prefix)
-		if !ok {
-			return true
-		}
-		a.workflows.mu.Lock()
-		w := a.workflows.byName[wname]
-		a.workflows.mu.Unlock()
-		return w != nil && workflowVisible(w, user, tenant)
+		return !ok || a.workflows.visible(user, tenant, wname) != nil
 	}
 }
 
@@ -192,28 +242,36 @@ func (a *App) SaveWorkflow(ctx context.Context, user, tenant string, sa orchestr
 // its version, and adds its tool to the catalog or replaces it (clients
 // get notifications/tools/list_changed).
 func (a *App) StoreWorkflow(ctx context.Context, w *workflows.Workflow) error {
-	a.workflows.mu.Lock()
-	prev := a.workflows.byName[w.Name]
-	a.workflows.mu.Unlock()
-	if prev != nil && prev.Configured {
+	return a.storeWorkflow(ctx, w, false)
+}
+
+// ImportWorkflow stores w as StoreWorkflow does, keeping its version: an
+// exported workflow comes back as the version it was, or not at all when
+// its owner has that version or a newer one (store.ErrWorkflowVersion).
+func (a *App) ImportWorkflow(ctx context.Context, w *workflows.Workflow) error {
+	return a.storeWorkflow(ctx, w, true)
+}
+
+func (a *App) storeWorkflow(ctx context.Context, w *workflows.Workflow, keepVersion bool) error {
+	if prev := a.workflows.visible(w.Owner, w.Tenant, w.Name); prev != nil && prev.Configured {
 		return fmt.Errorf("workflow %q is configured; choose another name", w.Name)
 	}
 	w.Configured, w.Tenants = false, nil
-	if err := w.Check(a.Engine.With(orchestrate.RunOptions{AllowTool: a.allowFor(w.Owner, w.Tenant)})); err != nil {
+	if err := w.Check(a.Engine.With(orchestrate.RunOptions{AllowTool: a.allowFor(w.Owner, w.Tenant), ToolFor: a.workflowView(w.Owner, w.Tenant)})); err != nil {
 		return err
 	}
 	row, err := w.Stored()
 	if err != nil {
 		return err
 	}
+	if keepVersion {
+		row.Version = w.Version
+	}
 	if w.Version, err = a.store.SaveWorkflow(ctx, row); err != nil {
-		if errors.Is(err, store.ErrWorkflowTaken) {
-			return fmt.Errorf("workflow name %q is taken; choose another name", w.Name)
-		}
 		return err
 	}
 	a.workflows.mu.Lock()
-	a.workflows.byName[w.Name] = w
+	a.workflows.stored[workflowKey{w.Owner, w.Tenant, w.Name}] = w
 	a.workflows.mu.Unlock()
 	if err := a.Catalog.ReplaceSource(workflows.Source, a.workflowTools()); err != nil {
 		return fmt.Errorf("listing workflow %s: %w", w.Name, err)
@@ -225,19 +283,14 @@ func (a *App) StoreWorkflow(ctx context.Context, w *workflows.Workflow) error {
 // caller user (in tenant) sees, and its tool (clients get
 // notifications/tools/list_changed).
 func (a *App) DeleteWorkflow(ctx context.Context, user, tenant, name string) (int, error) {
-	scope := store.Scope{}
-	if user != "" {
-		scope = store.OwnerScope(user).InTenant(tenant)
-	}
-	n, err := a.store.DeleteWorkflow(ctx, scope, name)
+	n, err := a.store.DeleteWorkflow(ctx, store.OwnerScope(user).InTenant(tenant), name)
 	if err != nil {
 		return 0, err
 	}
+	key := workflowKey{user, tenant, name}
 	a.workflows.mu.Lock()
-	if w := a.workflows.byName[name]; w != nil && !w.Configured {
-		delete(a.workflows.byName, name)
-		delete(a.workflows.unfit, name)
-	}
+	delete(a.workflows.unfit, a.workflows.stored[key])
+	delete(a.workflows.stored, key)
 	a.workflows.mu.Unlock()
 	if err := a.Catalog.ReplaceSource(workflows.Source, a.workflowTools()); err != nil {
 		return n, fmt.Errorf("unlisting workflow %s: %w", name, err)
@@ -273,10 +326,8 @@ func (a *App) finishRun(ctx context.Context, r *orchestrate.Request, env *orches
 func (s *workflowSet) scoped() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, w := range s.byName {
-		if !w.Configured || len(w.Tenants) > 0 {
-			return true
-		}
+	if len(s.stored) > 0 {
+		return true
 	}
-	return false
+	return slices.ContainsFunc(slices.Collect(maps.Values(s.configured)), func(w *workflows.Workflow) bool { return len(w.Tenants) > 0 })
 }

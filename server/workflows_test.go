@@ -382,20 +382,42 @@ func TestWorkflowsScopedByTenant(t *testing.T) {
 	if p := prompted(bob); strings.Contains(p, "alice_report") {
 		t.Errorf("bob's planner prompt names alice's workflow")
 	}
-	// Bob may not take the name either, and is not told whose it is.
+	// Names are per owner and tenant: bob's save of the name alice keeps
+	// is his own workflow, answered as any save is (nothing says the name
+	// is someone else's), and each sees and runs only his own.
 	_, env = runPlan(t, bob, map[string]any{
-		"plan":    map[string]any{"steps": []any{map[string]any{"id": "p", "tool": "b_probe", "arguments": map[string]any{"label": "x"}}}},
-		"save_as": map[string]any{"name": "alice_report"},
+		"plan":    map[string]any{"steps": []any{map[string]any{"id": "p", "tool": "b_probe", "arguments": map[string]any{"label": "x"}}}, "return": "$p.output.label"},
+		"save_as": map[string]any{"name": "alice_report", "description": "Bob's own report."},
 	})
-	if env.Metadata.Workflow != nil {
-		t.Error("bob took alice's workflow name")
+	if w := env.Metadata.Workflow; w == nil || w.Version != 1 || len(env.Artifact.Warnings) > 0 {
+		t.Fatalf("bob's save of a name alice keeps: %+v, warnings %+v; want his version 1, no warning", w, env.Artifact.Warnings)
 	}
-	res, err := alice.CallTool(t.Context(), &mcp.CallToolParams{Name: "workflow__alice_report", Arguments: map[string]any{"label": "again"}})
+	bobs, alices := toolNamed(t, bob, "workflow__alice_report"), toolNamed(t, alice, "workflow__alice_report")
+	if bobs == nil || !strings.Contains(bobs.Description, "Bob's own report.") || strings.Contains(bobs.Description, "a_probe") {
+		t.Errorf("bob's tools/list shows %+v; want his own workflow", bobs)
+	}
+	if alices == nil || strings.Contains(alices.Description, "Bob") || !strings.Contains(alices.Description, "a_probe") {
+		t.Errorf("alice's tools/list shows %+v; want her own workflow", alices)
+	}
+	if p := prompted(bob); strings.Contains(p, "a_probe") || strings.Contains(p, "secret-report") || !strings.Contains(p, "Bob's own report.") {
+		t.Errorf("bob's planner prompt is not his own workflow's: %s", p)
+	}
+	if p := prompted(alice); strings.Contains(p, "Bob's own report.") {
+		t.Errorf("alice's planner prompt names bob's workflow")
+	}
+	res, err := bob.CallTool(t.Context(), &mcp.CallToolParams{Name: "workflow__alice_report", Arguments: map[string]any{"label": "bob-again"}})
+	if err != nil || res.IsError {
+		t.Fatalf("bob's call: %v %s", err, servertest.Text(res))
+	}
+	if got, _ := json.Marshal(res.StructuredContent); string(got) != `{"result":"bob-again"}` || pb.calls.Load() == 0 {
+		t.Errorf("bob's call returned %s (b_probe ran %d times)", got, pb.calls.Load())
+	}
+	res, err = alice.CallTool(t.Context(), &mcp.CallToolParams{Name: "workflow__alice_report", Arguments: map[string]any{"label": "again"}})
 	if err != nil || res.IsError {
 		t.Fatalf("alice's call: %v %s", err, servertest.Text(res))
 	}
-	if got, _ := json.Marshal(res.StructuredContent); string(got) != `{"result":"again"}` {
-		t.Errorf("alice's call returned %s", got)
+	if got, _ := json.Marshal(res.StructuredContent); string(got) != `{"result":"again"}` || pa.calls.Load() != 2 {
+		t.Errorf("alice's call returned %s (a_probe ran %d times; want 2)", got, pa.calls.Load())
 	}
 }
 

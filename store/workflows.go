@@ -11,15 +11,17 @@ import (
 )
 
 // Workflows: plans kept under a name (package workflows), scoped like the
-// records of runs. A name belongs to one owner in one tenant: saving it
-// again adds a version, and another caller may not take it.
+// records of runs. Names are per owner and tenant: two callers may each
+// keep a workflow of one name, and neither learns of the other's; saving a
+// name again adds a version.
 
 // ErrWorkflowNotFound means no workflow of that name (or version) is
 // visible in the scope of the read.
 var ErrWorkflowNotFound = errors.New("workflow not found")
 
-// ErrWorkflowTaken means another caller keeps a workflow of that name.
-var ErrWorkflowTaken = errors.New("the workflow name is taken by another caller")
+// ErrWorkflowVersion means a version to save as (an import's) is not
+// newer than the newest one stored.
+var ErrWorkflowVersion = errors.New("the workflow already has that version or a newer one")
 
 // Workflow is one version of a stored workflow.
 type Workflow struct {
@@ -28,7 +30,9 @@ type Workflow struct {
 	Tenant string
 	// Name is the workflow's name; its tool is workflow__<Name>.
 	Name string
-	// Version counts the saves of Name from 1; SaveWorkflow sets it.
+	// Version counts the saves of Name from 1. SaveWorkflow sets it to
+	// the next one, or keeps one it is given that is newer than the
+	// newest stored (an import keeps the versions it exported).
 	Version     int
 	Description string
 	// Parameters is the JSON Schema of its parameters, Plan its plan.
@@ -40,9 +44,10 @@ type Workflow struct {
 	CreatedAt time.Time
 }
 
-// SaveWorkflow stores w as the next version of its name and returns that
-// version. It fails with [ErrWorkflowTaken] when another owner or tenant
-// keeps a workflow of that name.
+// SaveWorkflow stores w as the next version of its name for its owner and
+// tenant (or as w.Version, when that is set and newer than the newest
+// stored; [ErrWorkflowVersion] when it is not) and returns that version.
+// What other owners and tenants keep under the name plays no part.
 func (s *Store) SaveWorkflow(ctx context.Context, w Workflow) (int, error) {
 	if w.Name == "" || len(w.Parameters) == 0 || len(w.Plan) == 0 {
 		return 0, errors.New("saving a workflow: a name, parameters and a plan are required")
@@ -57,20 +62,18 @@ func (s *Store) SaveWorkflow(ctx context.Context, w Workflow) (int, error) {
 			return 0, fmt.Errorf("saving workflow %s: %w", w.Name, err)
 		}
 	}
-	var others int
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM workflows WHERE name = ? AND (owner <> ? OR tenant <> ?)`,
-		w.Name, w.Owner, w.Tenant).Scan(&others); err != nil {
-		return 0, fmt.Errorf("saving workflow %s: %w", w.Name, err)
-	}
-	if others > 0 {
-		return 0, fmt.Errorf("saving workflow %s: %w", w.Name, ErrWorkflowTaken)
-	}
 	var last int
 	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM workflows WHERE name = ? AND owner = ? AND tenant = ?`,
 		w.Name, w.Owner, w.Tenant).Scan(&last); err != nil {
 		return 0, fmt.Errorf("saving workflow %s: %w", w.Name, err)
 	}
 	version := last + 1
+	if w.Version > 0 {
+		if w.Version <= last {
+			return 0, fmt.Errorf("saving workflow %s version %d (the newest stored is %d): %w", w.Name, w.Version, last, ErrWorkflowVersion)
+		}
+		version = w.Version
+	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO workflows (owner, tenant, name, version, description, parameters, plan, saved_from, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		w.Owner, w.Tenant, w.Name, version, w.Description, string(w.Parameters), string(w.Plan), w.SavedFrom, s.now().UnixNano()); err != nil {
@@ -85,7 +88,7 @@ func (s *Store) SaveWorkflow(ctx context.Context, w Workflow) (int, error) {
 const workflowColumns = `owner, tenant, name, version, description, parameters, plan, saved_from, created_at`
 
 // Workflows returns the newest version of every workflow scope sees,
-// sorted by name.
+// sorted by name, tenant and owner.
 func (s *Store) Workflows(ctx context.Context, scope Scope) ([]Workflow, error) {
 	where, args := scope.where()
 	cond := ""
@@ -94,7 +97,7 @@ func (s *Store) Workflows(ctx context.Context, scope Scope) ([]Workflow, error) 
 	}
 	return s.readWorkflows(ctx, `SELECT `+workflowColumns+` FROM workflows w WHERE version = (
 		SELECT max(version) FROM workflows v WHERE v.owner = w.owner AND v.tenant = w.tenant AND v.name = w.name)`+cond+`
-		ORDER BY name`, args...)
+		ORDER BY name, tenant, owner`, args...)
 }
 
 // WorkflowVersions returns every version of the workflow name that scope

@@ -26,9 +26,26 @@ func workflowsVersionsAndScopes(t *testing.T, path string) {
 			t.Fatalf("save %d = %d, %v; want version %d", i, v, err, want)
 		}
 	}
-	// Another caller may not take the name, in its tenant or another.
-	if _, err := save("bob", "acme", "report", `{"steps":[]}`); !errors.Is(err, ErrWorkflowTaken) {
-		t.Fatalf("bob saving alice's name: %v, want ErrWorkflowTaken", err)
+	// Names are per owner and tenant: bob's save of alice's name is his
+	// own first version, and says nothing of hers.
+	if v, err := save("bob", "acme", "report", `{"steps":[]}`); err != nil || v != 1 {
+		t.Fatalf("bob saving the name alice keeps = %d, %v; want his version 1", v, err)
+	}
+	if _, err := s.DeleteWorkflow(ctx, OwnerScope("bob").InTenant("acme"), "report"); err != nil {
+		t.Fatal(err)
+	}
+	// A version given (an import's) is kept when newer than the newest.
+	for _, c := range []struct {
+		version, want int
+		err           error
+	}{{5, 5, nil}, {5, 0, ErrWorkflowVersion}, {3, 0, ErrWorkflowVersion}, {0, 6, nil}, {9, 9, nil}} {
+		v, err := s.SaveWorkflow(ctx, Workflow{Owner: "carol", Name: "kept", Version: c.version, Parameters: params, Plan: json.RawMessage(`{"steps":[]}`)})
+		if v != c.want || !errors.Is(err, c.err) {
+			t.Fatalf("saving kept as version %d = %d, %v; want %d, %v", c.version, v, err, c.want, c.err)
+		}
+	}
+	if _, err := s.DeleteWorkflow(ctx, OwnerScope("carol"), "kept"); err != nil {
+		t.Fatal(err)
 	}
 	if _, err := save("bob", "other", "triage", `{"steps":[]}`); err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/orchestra-mcp/orchestra/orchestrate"
@@ -50,6 +51,30 @@ func Tool(w *Workflow, opts ToolOptions) registry.Tool {
 		OutputSchema: w.OutputSchema(opts.Engine.Tools()),
 		Annotations:  &mcp.ToolAnnotations{Title: "Workflow " + name, OpenWorldHint: ptr(true)},
 		Source:       Source,
+		Call: func(ctx context.Context, cr *registry.CallRequest) (*registry.Result, error) {
+			w, err := opts.Resolve(ctx, name)
+			if err != nil {
+				return failure(err.Error()), nil
+			}
+			return w.call(ctx, opts.Engine, cr.Arguments), nil
+		},
+	}
+}
+
+// SharedTool returns the catalog tool of the workflow name when whose it is
+// depends on the caller (stored workflows, whose names are per owner and
+// tenant; a configured one kept to some tenants): it describes no one's
+// workflow, takes any object, and a call runs the workflow Resolve gives
+// its caller, its arguments checked against that one's parameters. Each
+// caller is shown its own workflow's tool in its place.
+func SharedTool(name string, opts ToolOptions) registry.Tool {
+	return registry.Tool{
+		Name:        ToolName(name),
+		Title:       "Workflow " + name,
+		Description: "Runs your workflow " + name + ", a saved plan, with no model call.",
+		InputSchema: &jsonschema.Schema{Type: "object"},
+		Annotations: &mcp.ToolAnnotations{Title: "Workflow " + name, OpenWorldHint: ptr(true)},
+		Source:      Source,
 		Call: func(ctx context.Context, cr *registry.CallRequest) (*registry.Result, error) {
 			w, err := opts.Resolve(ctx, name)
 			if err != nil {
