@@ -96,7 +96,7 @@ func cmdWorkflows(ctx context.Context, env *cliEnv, args []string) int {
 			env.errorf("%v", err)
 			return ExitFailed
 		}
-		fmt.Fprintf(env.stderr, "orchestra: deleted %d version(s) of workflow %s; a running server lists it until it restarts, and a call of it fails at once\n", n, rest[0])
+		fmt.Fprintf(env.stderr, "orchestra: deleted %d version(s) of workflow %s; a running server on this store unlists it within %s, and a call of it fails at once\n", n, rest[0], server.DefaultWorkflowPoll)
 		return ExitOK
 	}
 	return exportWorkflows(ctx, env, cfg, st, store.OwnerScope(*owner).InTenant(*tenant), rest)

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -63,6 +64,11 @@ type Options struct {
 	// included, after the app's own (records, insights, logs, telemetry):
 	// the command line's live view of a run on a terminal.
 	Hooks *orchestrate.Hooks
+	// WorkflowPoll is how often the stored workflows are read again, so
+	// that a save or a delete by another process on the same store (the
+	// command line, another replica) reaches this app's clients; 0 means
+	// DefaultWorkflowPoll, a negative value never.
+	WorkflowPoll time.Duration
 }
 
 // App is a configured orchestra: the catalog, the engine and the MCP server.
@@ -205,6 +211,14 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	// change of the catalog.
 	a.checkWorkflows()
 	cat.OnChange(a.checkWorkflows)
+	if poll := cmp.Or(opts.WorkflowPoll, DefaultWorkflowPoll); poll > 0 {
+		polled := make(chan struct{})
+		go func() {
+			defer close(polled)
+			a.pollWorkflows(a.drain, poll)
+		}()
+		a.closers = append(a.closers, func() error { <-polled; return nil })
+	}
 	built = true
 	return a, nil
 }

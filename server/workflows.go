@@ -83,11 +83,23 @@ func (a *App) addWorkflows(ctx context.Context) error {
 	// starts whole, then stops.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), startupRead)
 	defer cancel()
-	stored, err := a.store.Workflows(rctx, store.Scope{})
+	stored, err := a.loadStored(rctx)
 	if err != nil {
-		return fmt.Errorf("loading workflows: %w", err)
+		return err
 	}
-	for _, sw := range stored {
+	a.workflows.stored = stored
+	return a.Catalog.Add(a.workflowTools()...)
+}
+
+// loadStored reads the newest version of every stored workflow. One whose
+// name a configured one its owner sees took is left out, with a warning.
+func (a *App) loadStored(ctx context.Context) (map[workflowKey]*workflows.Workflow, error) {
+	rows, err := a.store.Workflows(ctx, store.Scope{})
+	if err != nil {
+		return nil, fmt.Errorf("loading workflows: %w", err)
+	}
+	out := map[workflowKey]*workflows.Workflow{}
+	for _, sw := range rows {
 		if c := a.workflows.configured[sw.Name]; c != nil && workflowVisible(c, sw.Owner, sw.Tenant) {
 			a.log.Warn("a stored workflow has the name of a configured one its owner sees; the configured one is used", "workflow", sw.Name, "version", sw.Version)
 			continue
@@ -97,9 +109,60 @@ func (a *App) addWorkflows(ctx context.Context) error {
 			a.log.Warn("a stored workflow does not load", "workflow", sw.Name, "version", sw.Version, "err", err)
 			continue
 		}
-		a.workflows.stored[workflowKey{sw.Owner, sw.Tenant, sw.Name}] = w
+		out[workflowKey{sw.Owner, sw.Tenant, sw.Name}] = w
 	}
-	return a.Catalog.Add(a.workflowTools()...)
+	return out, nil
+}
+
+// DefaultWorkflowPoll is how often a server reads the stored workflows
+// again (Options.WorkflowPoll).
+const DefaultWorkflowPoll = 5 * time.Second
+
+// pollWorkflows reads the stored workflows every interval until ctx ends,
+// so that a save or a delete made by another process on the same store
+// (the command line, another replica) reaches this server's clients: its
+// catalog changes and they get notifications/tools/list_changed.
+func (a *App) pollWorkflows(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := a.reloadWorkflows(ctx); err != nil && ctx.Err() == nil {
+			a.log.Warn("reading the stored workflows again failed; the ones read before stay", "err", err)
+		}
+	}
+}
+
+// reloadWorkflows reads the stored workflows and, when their names or
+// versions differ from those the server lists, lists the new ones.
+func (a *App) reloadWorkflows(ctx context.Context) error {
+	stored, err := a.loadStored(ctx)
+	if err != nil {
+		return err
+	}
+	a.workflows.mu.Lock()
+	same := len(stored) == len(a.workflows.stored)
+	for k, w := range stored {
+		if old := a.workflows.stored[k]; old == nil || old.Version != w.Version {
+			same = false
+		}
+	}
+	if !same {
+		a.workflows.stored = stored
+		clear(a.workflows.unfit)
+	}
+	a.workflows.mu.Unlock()
+	if same {
+		return nil
+	}
+	if err := a.Catalog.ReplaceSource(workflows.Source, a.workflowTools()); err != nil {
+		return fmt.Errorf("listing the stored workflows: %w", err)
+	}
+	return nil
 }
 
 // workflowTools returns the catalog's tools of the workflows: a configured

@@ -540,3 +540,58 @@ func TestConfiguredWorkflowOverRealFilesystem(t *testing.T) {
 		t.Errorf("%d runs of workflow__ls@1 recorded; want 1 (the call after the swap runs nothing)", n)
 	}
 }
+
+// TestWorkflowChangesByAnotherProcessReachClients: a workflow saved, then
+// deleted, by another app on the same store file (as the command line's
+// orchestra workflows import and delete do) reaches the running server's
+// clients: notifications/tools/list_changed, and the tool listed, then not.
+func TestWorkflowChangesByAnotherProcessReachClients(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "runs.db")
+	running, err := server.New(t.Context(), config.Default(), server.Options{Version: "test", Store: path, WorkflowPoll: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { running.Close() })
+	opts, changed := listChanged()
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := running.Server.Connect(t.Context(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ss.Close() })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, opts).Connect(t.Context(), ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+
+	other, err := server.New(t.Context(), config.Default(), server.Options{Version: "test", Store: path, WorkflowPoll: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close() })
+	w, err := workflows.FromConfig("elsewhere", workflows.Config{Plan: map[string]any{
+		"steps": []any{map[string]any{"id": "q", "tool": "json_query", "arguments": map[string]any{"query": ".", "input": map[string]any{"n": 1}}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := other.StoreWorkflow(t.Context(), w); err != nil {
+		t.Fatal(err)
+	}
+	waitListed := func(want bool) {
+		t.Helper()
+		deadline := time.After(30 * time.Second)
+		for (toolNamed(t, cs, "workflow__elsewhere") != nil) != want {
+			select {
+			case <-changed:
+			case <-deadline:
+				t.Fatalf("workflow__elsewhere listed = %v after another process's change; want %v (no list_changed)", !want, want)
+			}
+		}
+	}
+	waitListed(true)
+	if _, err := other.DeleteWorkflow(t.Context(), "", "", "elsewhere"); err != nil {
+		t.Fatal(err)
+	}
+	waitListed(false)
+}
