@@ -553,17 +553,7 @@ func TestWorkflowChangesByAnotherProcessReachClients(t *testing.T) {
 	}
 	t.Cleanup(func() { running.Close() })
 	opts, changed := listChanged()
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := running.Server.Connect(t.Context(), st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ss.Close() })
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, opts).Connect(t.Context(), ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close() })
+	cs := connectObs(t, running, opts)
 
 	other, err := server.New(t.Context(), config.Default(), server.Options{Version: "test", Store: path, WorkflowPoll: -1})
 	if err != nil {
