@@ -39,7 +39,8 @@ func (a *App) tenant(ti *auth.TokenInfo) (string, config.Tenant, bool) {
 // caller may call (its tenant's, and the workflows it sees) and the limits
 // lowered to its tenant's own.
 func (a *App) withTenant(ctx context.Context, req *mcp.CallToolRequest, ro *orchestrate.RunOptions) (context.Context, config.Tenant, bool) {
-	if req.Extra == nil {
+	if req.Extra == nil { // the machine's own caller (stdio, in memory)
+		ro.AllowTool, ro.ToolFor = a.allowFor("", ""), a.workflowView("", "")
 		return ctx, config.Tenant{}, false
 	}
 	user, _ := callerIdentity(req.Extra)

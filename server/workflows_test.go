@@ -138,6 +138,12 @@ func TestWorkflowSavedFromPromptRunsWithoutModel(t *testing.T) {
 	if !res.IsError || !strings.Contains(servertest.Text(res), "template") || !strings.Contains(servertest.Text(res), "workflow__greet (version 1)") {
 		t.Errorf("wrong parameters: isError %v, %q; want the schema's error about template", res.IsError, servertest.Text(res))
 	}
+	// A plan step calling it is checked against its own parameters (not
+	// the catalog's neutral tool of the name) before anything runs.
+	_, env = runPlan(t, cs, map[string]any{"plan": map[string]any{"steps": []any{map[string]any{"tool": "workflow__greet", "arguments": map[string]any{"template": 42}}}}})
+	if env.Artifact.Success || len(env.Artifact.ValidationErrors) == 0 || env.Artifact.ValidationErrors[0].Code != orchestrate.CodeInvalidArguments {
+		t.Errorf("a plan step with a wrong parameter: %+v %+v; want invalid_arguments at plan time", env.Artifact.ValidationErrors, env.Artifact.Errors)
+	}
 	// The run it made is recorded with the version.
 	runs, _, err := app.Store().List(t.Context(), store.ListOptions{})
 	if err != nil {
