@@ -71,6 +71,7 @@ var sections = []struct {
 	{"fanout", fanout},
 	{"e2e", endToEnd},
 	{"model", modelRoundTrips},
+	{"workflows", workflowRepeats},
 	{"http", httpThroughput},
 	{"loop", loopJob},
 	{"slop", slopPeer},

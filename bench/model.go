@@ -219,6 +219,13 @@ func react(ctx context.Context, c *options, s nestful.Sample, tools map[string]r
 // model call, answered with planJSON through __planning__), the engine,
 // and, unless the plan's answer renders, the answer (one more call).
 func orchestraTask(ctx context.Context, c *options, s nestful.Sample, tools []registry.Tool, planJSON []byte, stream bool) (taskResult, error) {
+	res, _, _, err := orchestraRun(ctx, c, s, tools, planJSON, stream)
+	return res, err
+}
+
+// orchestraRun is orchestraTask, returning the run's envelope and the
+// engine it ran on too.
+func orchestraRun(ctx context.Context, c *options, s nestful.Sample, tools []registry.Tool, planJSON []byte, stream bool) (taskResult, *orchestrate.Envelope, *orchestrate.Engine, error) {
 	cat := registry.NewCatalog(tools...)
 	e := orchestrate.NewEngine(orchestrate.Options{Tools: cat, Limits: orchestrate.Limits{MaxSteps: 64, MaxTemplates: 4096}})
 	sim := &simModel{latency: c.modelLatency, perToken: c.tokenLatency, answer: func(req *llm.Request) *llm.Response {
@@ -237,18 +244,18 @@ func orchestraTask(ctx context.Context, c *options, s nestful.Sample, tools []re
 	env, err := p.Ask(ctx, &orchestrate.Request{Prompt: s.Input})
 	wall := time.Since(start)
 	if err != nil {
-		return taskResult{}, err
+		return taskResult{}, nil, nil, err
 	}
 	a := env.Artifact
 	if !a.Success || a.Planner == nil {
-		return taskResult{}, fmt.Errorf("the plan did not succeed: %s %v %v", a.Status, a.Errors, a.ValidationErrors)
+		return taskResult{}, nil, nil, fmt.Errorf("the plan did not succeed: %s %v %v", a.Status, a.Errors, a.ValidationErrors)
 	}
 	for _, e := range a.Errors {
 		if e.Code == orchestrate.CodeStreamRejected || e.Code == orchestrate.CodeStreamUnused {
-			return taskResult{}, fmt.Errorf("an early call was wasted: %v", e)
+			return taskResult{}, nil, nil, fmt.Errorf("an early call was wasted: %v", e)
 		}
 	}
-	return taskResult{calls: a.Planner.ModelCalls, tokensIn: a.Planner.InputTokens, tokensOut: a.Planner.OutputTokens, wall: wall}, nil
+	return taskResult{calls: a.Planner.ModelCalls, tokensIn: a.Planner.InputTokens, tokensOut: a.Planner.OutputTokens, wall: wall}, env, e, nil
 }
 
 // asCalls rewrites a gold plan ({"steps": [{"id", "tool", "arguments"}]})
@@ -423,6 +430,20 @@ func loadNestful(c *options, r *report) (*nestful.Dataset, error) {
 
 // modelRoundTrips compares ReAct with orchestra's prompt path on the
 // NESTFUL sequences.
+// pickSamples returns c.tasks of samples (all when c.tasks is 0), every
+// source in proportion.
+func pickSamples(c *options, samples []nestful.Sample) []nestful.Sample {
+	if c.tasks <= 0 || c.tasks >= len(samples) {
+		return samples
+	}
+	step := float64(len(samples)) / float64(c.tasks)
+	var picked []nestful.Sample
+	for i := range c.tasks {
+		picked = append(picked, samples[int(float64(i)*step)])
+	}
+	return picked
+}
+
 func modelRoundTrips(ctx context.Context, c *options, r *report) error {
 	ds, err := loadNestful(c, r)
 	if ds == nil {
@@ -438,16 +459,7 @@ func modelRoundTrips(ctx context.Context, c *options, r *report) error {
 			slow[t.Name] = withLatency(t, c.toolLatency)
 		}
 	}
-	samples := ds.Samples
-	if c.tasks > 0 && c.tasks < len(samples) {
-		// every source, in proportion
-		step := float64(len(samples)) / float64(c.tasks)
-		var picked []nestful.Sample
-		for i := range c.tasks {
-			picked = append(picked, samples[int(float64(i)*step)])
-		}
-		samples = picked
-	}
+	samples := pickSamples(c, ds.Samples)
 	type outcome struct {
 		steps  int
 		fanOut bool

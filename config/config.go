@@ -25,6 +25,7 @@ import (
 	"github.com/orchestra-mcp/orchestra/planner"
 	"github.com/orchestra-mcp/orchestra/registry/builtin"
 	"github.com/orchestra-mcp/orchestra/registry/mcpserver"
+	"github.com/orchestra-mcp/orchestra/workflows"
 )
 
 // Config is the whole configuration file.
@@ -47,6 +48,9 @@ type Config struct {
 	// Agents are models with instructions and allowed tools, each the
 	// catalog tool agent__<name> (see package agents).
 	Agents map[string]agents.Config `yaml:"agents" json:"agents,omitempty"`
+	// Workflows are plans kept under a name, each the tool
+	// workflow__<name>, called with no model (see package workflows).
+	Workflows map[string]workflows.Config `yaml:"workflows,omitempty" json:"workflows,omitempty"`
 	// Tenants group HTTP callers, each group with its own tools, limits,
 	// planner and records; see Tenant.
 	Tenants map[string]Tenant `yaml:"tenants,omitempty" json:"tenants,omitempty"`
@@ -461,6 +465,14 @@ func (c *Config) validate() error {
 		if m := c.Agents[name].Model; m != nil {
 			for _, p := range validatePlanner(m) {
 				problems = append(problems, "agents."+name+".model: "+strings.TrimPrefix(p, "planner."))
+			}
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.Workflows)) {
+		problems = append(problems, c.Workflows[name].Validate(name)...)
+		for _, t := range c.Workflows[name].Tenants {
+			if _, ok := c.Tenants[t]; !ok {
+				problems = append(problems, fmt.Sprintf("workflows.%s.tenants: no tenant %q is configured", name, t))
 			}
 		}
 	}

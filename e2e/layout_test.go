@@ -43,7 +43,7 @@ var layers = map[string]int{
 	// The engine, the tools and the viewer of records.
 	"orchestrate": 3, "registry/builtin": 3, "registry/mcpserver": 3, "testutil/nestful": 3, "viewer": 3,
 	"toolloop": 4, "telemetry": 4, "server/progress": 4, "testutil/servertest": 4, "cli/termview": 4,
-	"planner": 5, "agents": 5,
+	"planner": 5, "agents": 5, "workflows": 5,
 
 	// The configuration, which names all of the above.
 	"config": 6,

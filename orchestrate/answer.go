@@ -66,15 +66,7 @@ func (v *validator) finalRef(ref *Ref, at string) {
 		return is
 	}
 	if ref.IsBinding() {
-		val, ok := v.bindings[ref.Binding]
-		if !ok {
-			is := fail(CodeUnknownBinding, "binding %q is not in the request's bindings; add it to \"bindings\" or fix the name", ref.Binding)
-			is.AvailableFields = sortedKeys(v.bindings)
-			return
-		}
-		if _, err := followPath(val, ref.Path); err != nil {
-			fail(CodeFieldNotFound, "in binding %q: %v", ref.Binding, err)
-		}
+		v.bindingNode(ref, fail)
 		return
 	}
 	var t *Step

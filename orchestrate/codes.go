@@ -105,6 +105,11 @@ const (
 	// CodeConditional: a step needs a step that runs only when its
 	// condition holds, and is skipped with it otherwise.
 	CodeConditional Code = "conditional_reference"
+	// CodeWorkflowNotSaved: the run's save_as could not be honoured (the
+	// run did not succeed, the name is a configured workflow's, or the plan
+	// does not fit);
+	// the run's own result stands.
+	CodeWorkflowNotSaved Code = "workflow_not_saved"
 )
 
 // Failures: why a step or a run failed (a step's error, the run's

@@ -78,6 +78,8 @@ type compactMetadata struct {
 	DurationMS int64  `json:"duration_ms"`
 	ExecID     string `json:"exec_id,omitempty"`
 	Record     string `json:"record,omitempty"`
+	// Workflow is the workflow the run's plan was saved as (save_as).
+	Workflow *SavedWorkflow `json:"workflow,omitempty"`
 }
 
 // compact returns the compact view of e.
@@ -118,7 +120,7 @@ func (e *Envelope) compact() *compactEnvelope {
 		ArtifactID: e.ArtifactID,
 		Artifact:   art,
 		Metadata: compactMetadata{ToolName: m.ToolName, ExecutedAt: m.ExecutedAt, ContextID: m.ContextID, RequestID: m.RequestID, TraceID: m.TraceID, UserID: m.UserID,
-			DurationMS: m.DurationMS, ExecID: m.ExecID, Record: m.Record},
+			DurationMS: m.DurationMS, ExecID: m.ExecID, Record: m.Record, Workflow: m.Workflow},
 	}
 }
 

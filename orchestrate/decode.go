@@ -138,7 +138,7 @@ func (d *decoder) result() []*Issue {
 	return append(d.issues, &Issue{Code: CodeTooManyIssues, Message: fmt.Sprintf("%d more errors are not listed; fix these and send the request again", d.more)})
 }
 
-var requestFields = []string{"plan", "prompt", "bindings", "timeout_ms", "max_parallel", "dry_run", "fallback", "response", "context", "client_tools", "resume", "background", "await", "cancel"}
+var requestFields = []string{"plan", "prompt", "bindings", "timeout_ms", "max_parallel", "dry_run", "fallback", "response", "context", "client_tools", "resume", "background", "await", "cancel", "save_as"}
 
 func (d *decoder) request(obj map[string]any) *Request {
 	if _, ok := obj["plan"]; !ok {
@@ -212,6 +212,8 @@ func (d *decoder) request(obj map[string]any) *Request {
 			req.ClientTools = d.clientTools(v, k)
 		case "resume":
 			req.Resume = d.resume(v, k)
+		case "save_as":
+			req.SaveAs = d.saveAs(v, k)
 		case "background":
 			b, ok := v.(bool)
 			if !ok {
@@ -235,6 +237,8 @@ func (d *decoder) request(obj map[string]any) *Request {
 		d.add("background", CodeInvalidRequest, "a dry run only validates and answers at once; send it without background")
 	}
 	switch {
+	case req.Resume != nil && req.SaveAs != nil:
+		d.add("save_as", CodeInvalidRequest, "save_as keeps the plan of a new run; send it with a plan or a prompt, not with resume")
 	case req.Resume != nil && (req.Plan != nil || req.Prompt != ""):
 		d.add("resume", CodeInvalidRequest, "resume continues a run with its own plan; send it without plan or prompt")
 	case req.Resume != nil:

@@ -40,6 +40,7 @@
 //	validate_args.go   the checks of arguments holding templates
 //	validate_flow.go   the checks of loops, conditions and the tool calls they make
 //	answer.go          a plan's answer and return: checked at plan time, rendered after
+//	params.go          a plan kept as a workflow: bindings typed by parameters, their uses, save_as
 //	engine.go          the engine, its options and what it starts a run with
 //	hooks.go           the lifecycle hooks that observe runs
 //	budget.go          the run's node of the budget tree, bytes held, admission

@@ -80,6 +80,11 @@ type RunOptions struct {
 	// so that what runs under them (an agent's nested plan) can call no
 	// other tool either.
 	AllowTool func(name string) bool
+	// ToolFor, when set, gives these runs' own definition of some tools
+	// (the caller's workflows, whose names other callers may use for
+	// theirs): where it answers, plans are checked against its tool, not
+	// the catalog's. AllowTool still decides what may be called.
+	ToolFor func(name string) (registry.Tool, bool)
 	// Limits, when set, lower the engine's limits for these runs; a field
 	// above the engine's, or zero, keeps the engine's.
 	Limits *Limits
@@ -181,6 +186,9 @@ func (e *Engine) With(ro RunOptions) *Engine {
 	}
 	if ro.Source != "" {
 		c.source = ro.Source
+	}
+	if ro.ToolFor != nil {
+		c.opts.Tools = viewTools{c.opts.Tools, ro.ToolFor}
 	}
 	if ro.AllowTool != nil {
 		c.opts.Tools = allowedTools{c.opts.Tools, ro.AllowTool}

@@ -164,6 +164,8 @@ type Metadata struct {
 	ExecID string `json:"exec_id,omitempty"`
 	// Record is where the execution record can be read, when it is kept.
 	Record string `json:"record,omitempty"`
+	// Workflow is the workflow the run's plan was saved as (save_as).
+	Workflow *SavedWorkflow `json:"workflow,omitempty"`
 }
 
 // Summary returns a short human-readable account of the run.

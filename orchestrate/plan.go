@@ -192,6 +192,8 @@ type Request struct {
 	// Resume continues a paused, interrupted or failed run instead of
 	// starting one.
 	Resume *ResumeRequest `json:"resume,omitempty"`
+	// SaveAs keeps the run's plan as a workflow once it succeeded.
+	SaveAs *SaveAs `json:"save_as,omitempty"`
 	// Background answers as soon as the request passed its checks, with
 	// the run's exec id; the run goes on without its caller, who awaits
 	// or cancels it (Await, Cancel) or reads its record.

@@ -23,6 +23,20 @@ func (t allowedTools) Names() []string {
 	return slices.DeleteFunc(t.Tools.Names(), func(n string) bool { return !t.allow(n) })
 }
 
+// viewTools is a catalog in which toolFor's tools stand for the
+// catalog's of the same name (RunOptions.ToolFor).
+type viewTools struct {
+	Tools
+	toolFor func(name string) (registry.Tool, bool)
+}
+
+func (t viewTools) Lookup(name string) (registry.Tool, bool) {
+	if tool, ok := t.toolFor(name); ok {
+		return tool, true
+	}
+	return t.Tools.Lookup(name)
+}
+
 // Lower returns l with every limit o sets lower than l's taken from o: a
 // request or a tenant may lower the limits, never raise them.
 func (l Limits) Lower(o Limits) Limits {

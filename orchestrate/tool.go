@@ -35,7 +35,7 @@ func MCPTool(unlisted []registry.Tool) *mcp.Tool {
 	}
 }
 
-const howTo = `Runs a multi-step tool plan in ONE call instead of calling tools one by one. Send one of "plan", "prompt" (a goal) or "resume". A plan is checked against the tools' schemas first: on any problem nothing runs, and all are reported.
+const howTo = `Runs a multi-step tool plan in ONE call, not tool by tool. Send one of "plan", "prompt" (a goal) or "resume". A plan is checked against the tools' schemas first: on any problem nothing runs, and all are reported.
 
 Steps run in order; {"parallel": [steps]} runs a group at once; "schedule": "dag" starts each step when its inputs are ready. Templates in argument strings:
 - "$0.output.f" (step 0's output, type kept), "$id.output.items[0].url" (by step id), "$bindings.name"
@@ -49,7 +49,7 @@ A plan's "answer" (text with ${...}) or "return" (a template value) comes back a
 Step options: timeout_ms, retry {max_attempts, backoff_ms}, on_error: "continue", "when": "$c.output.ok" (runs only if truthy). Group: merge "collect" | "first_success" | "all_settled". "dry_run": true only validates.
 {"for_each": "$l.output.items", "do": {step using "$item.x", "$item_index"}} runs do per element; output: their array.
 "background": true answers at once, saying how to await or cancel the run.
-"client_tools" (run by you) pause the run (artifact.pending); go on with {"resume": {"exec_id": "...", "results": {"<step id>": output}}}.`
+"client_tools" (yours) pause the run (artifact.pending); go on with {"resume": {"exec_id": "...", "results": {"<step id>": output}}}.`
 
 // exampleBuiltins is the description's example plan, over built-in tools;
 // exampleGeneric replaces it for a caller that may not call them.
@@ -153,6 +153,10 @@ type HandlerOptions struct {
 	// of a paused run through the protocol's input requests answers with
 	// them instead.
 	Result func(req *mcp.CallToolRequest, env *Envelope) *mcp.CallToolResult
+	// Finished, when set, sees a plan's request and envelope after the
+	// run, before the caller is answered (it keeps a save_as). The prompt
+	// path's Prompt does the same itself.
+	Finished func(ctx context.Context, r *Request, env *Envelope)
 }
 
 // StartFunc runs a decoded request with engine e (the plan, prompt or
@@ -207,7 +211,11 @@ func (e *Engine) Handler(opts HandlerOptions) mcp.ToolHandler {
 				}
 				return opts.Prompt(ctx, e, req, r)
 			}
-			return Result(e.Run(ctx, r))
+			env := e.Run(ctx, r)
+			if opts.Finished != nil {
+				opts.Finished(ctx, r, env)
+			}
+			return Result(env)
 		}
 		if r.Background {
 			if opts.Background == nil {

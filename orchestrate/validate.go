@@ -42,6 +42,9 @@ type validator struct {
 	res       Validation
 	tmpl      templateCache
 	loops     map[*Step]*loopSource // validate_flow.go
+	// params, when set, types the bindings by their schemas instead of
+	// bindings' values (params.go).
+	params map[string]*jsonschema.Schema
 }
 
 // validate checks p against every rule of plan-time validation and reports
@@ -52,8 +55,17 @@ func validate(p *Plan, tools Tools, lim Limits, bindings map[string]any, forbidd
 
 // validateCached is validate, keeping the parsed templates in tmpl.
 func validateCached(p *Plan, tools Tools, lim Limits, bindings map[string]any, forbidden func(string) bool, tmpl templateCache) *Validation {
+	return newValidator(p, tools, lim, bindings, forbidden, tmpl).run()
+}
+
+func newValidator(p *Plan, tools Tools, lim Limits, bindings map[string]any, forbidden func(string) bool, tmpl templateCache) *validator {
 	all := p.All()
-	v := &validator{tools: tools, lim: lim, forbidden: forbidden, bindings: bindings, plan: p, byName: make(map[string]*Step, len(all)), all: all, tmpl: tmpl}
+	return &validator{tools: tools, lim: lim, forbidden: forbidden, bindings: bindings, plan: p, byName: make(map[string]*Step, len(all)), all: all, tmpl: tmpl}
+}
+
+// run checks the plan against every rule.
+func (v *validator) run() *Validation {
+	lim := v.lim
 	// A plan over max_steps or max_nesting is refused for that alone: its
 	// steps are not checked, so that 14,000 unknown tools cost no
 	// "did you mean" search each.
@@ -359,23 +371,7 @@ func (v *validator) refNode(s *Step, ref *Ref, fail, warn func(code Code, format
 		return v.varNode(s, ref, fail)
 	}
 	if ref.IsBinding() {
-		val, ok := v.bindings[ref.Binding]
-		if !ok {
-			is := fail(CodeUnknownBinding, "binding %q is not in the request's bindings; add it to \"bindings\" or fix the name", ref.Binding)
-			is.AvailableFields = sortedKeys(v.bindings)
-			is.Suggestions = suggest.Closest(ref.Binding, is.AvailableFields, 3)
-			return node, false
-		}
-		got, err := followPath(val, ref.Path)
-		if err != nil {
-			is := fail(CodeFieldNotFound, "in binding %q: %v", ref.Binding, err)
-			if pe, ok := err.(*PathError); ok {
-				is.AvailableFields = pe.Available
-				is.Suggestions = suggestField(ref.Path, pe.At, pe.Available)
-			}
-			return node, false
-		}
-		node = typedNode(schemas.ValueType(got))
+		return v.bindingNode(ref, fail)
 	} else {
 		target, code, msg := v.target(s, ref)
 		if target == nil {

@@ -127,7 +127,7 @@ func (v *validator) checkSource(l *Step) *loopSource {
 	if !ok {
 		return nil
 	}
-	if ref.IsBinding() {
+	if ref.IsBinding() && v.params == nil {
 		val, _ := followPath(v.bindings[ref.Binding], ref.Path)
 		arr, ok := val.([]any)
 		if !ok {

@@ -124,6 +124,15 @@ func (p *Planner) WithEngine(e *orchestrate.Engine) *Planner {
 	return &q
 }
 
+// WithCatalog returns a planner that offers the tools of c (a caller's
+// view of p's catalog); it generates its own planning tool.
+func (p *Planner) WithCatalog(c Catalog) *Planner {
+	q := *p
+	q.opts.Catalog = c
+	q.cache = &toolCache{}
+	return &q
+}
+
 // Model returns the planner's model, or nil.
 func (p *Planner) Model() llm.Model { return p.opts.Model }
 

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/orchestra-mcp/orchestra/internal/rank"
 	"github.com/orchestra-mcp/orchestra/internal/textcut"
+	"github.com/orchestra-mcp/orchestra/orchestrate"
 	"github.com/orchestra-mcp/orchestra/registry"
 )
 
@@ -52,6 +54,16 @@ func Select(tools []registry.Tool, goal string) (picked []registry.Tool, rest []
 		picked = append(picked, tools[i])
 		in[i] = true
 	}
+	// A workflow that ranks among them comes first: it does in one call
+	// what the tools it composes (its description names them, so they
+	// rank for the same words) would do in several.
+	notWorkflow := func(t registry.Tool) int {
+		if strings.HasPrefix(t.Name, orchestrate.WorkflowToolPrefix) {
+			return 0
+		}
+		return 1
+	}
+	slices.SortStableFunc(picked, func(a, b registry.Tool) int { return cmp.Compare(notWorkflow(a), notWorkflow(b)) })
 	for i, t := range tools {
 		if !in[i] {
 			rest = append(rest, t.Name)

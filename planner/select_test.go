@@ -92,3 +92,29 @@ func TestLargeCatalogOffersSelectedTools(t *testing.T) {
 		t.Errorf("the planning schema offers %d noise tools; want at most %d", len(offeredNames), planner.SelectTop)
 	}
 }
+
+// TestSelectPutsWorkflowFirst: in a catalog large enough to be ranked, a
+// workflow that ranks for a goal is offered before the tools it composes,
+// which rank for the same words.
+func TestSelectPutsWorkflowFirst(t *testing.T) {
+	var tools []registry.Tool
+	for i := range planner.SelectAbove {
+		tools = append(tools, registry.Tool{Name: fmt.Sprintf("other_%02d", i), Description: "Does something unrelated."})
+	}
+	tools = append(tools,
+		registry.Tool{Name: "issues_list", Description: "Lists the new issues of a repository."},
+		registry.Tool{Name: "issues_label", Description: "Labels an issue of a repository."},
+		registry.Tool{Name: orchestrate.WorkflowToolPrefix + "triage", Description: "Triages the new issues. A saved plan: a call runs its steps with no model call (version 1). Calls issues_list, issues_label."},
+	)
+	picked, _ := planner.Select(tools, "triage the new issues of the repository")
+	if len(picked) == 0 || picked[0].Name != "workflow__triage" {
+		var names []string
+		for _, p := range picked {
+			names = append(names, p.Name)
+		}
+		t.Fatalf("picked %v; want workflow__triage first", names)
+	}
+	if !slices.ContainsFunc(picked, func(x registry.Tool) bool { return x.Name == "issues_list" }) {
+		t.Error("the tools it composes are no longer offered")
+	}
+}

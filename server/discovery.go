@@ -61,6 +61,13 @@ func (a *App) discover(ctx context.Context, req *mcp.CallToolRequest, in discove
 	if allow := a.callerTools(req.Extra); allow != nil { // a tenant's caller learns only of its tools
 		tools = registry.Filter(tools, func(t registry.Tool) bool { return allow(t.Name) })
 	}
+	if view := a.workflowView(a.caller(req.Extra)); view != nil { // and of its own workflows
+		for i, t := range tools {
+			if own, ok := view(t.Name); ok {
+				tools[i] = own
+			}
+		}
+	}
 	out := discoveryOutput{Tools: []discoveredTool{}}
 	picked := map[string]bool{}
 	describe := func(t registry.Tool) {

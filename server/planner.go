@@ -111,6 +111,9 @@ func (a *App) prompt(ctx context.Context, e *orchestrate.Engine, req *mcp.CallTo
 	ps := a.planner
 	base, model := a.plannerFor(req)
 	p := base.WithEngine(e)
+	if view := a.workflowView(a.caller(req.Extra)); view != nil { // its own workflows, not the catalog's neutral ones
+		p = p.WithCatalog(viewCatalog{a.Catalog, view})
+	}
 	var input *llm.InputSampling
 	if model == nil {
 		m, err := llm.SamplingFor(req, ps.key, ps.sampling)
@@ -134,7 +137,25 @@ func (a *App) prompt(ctx context.Context, e *orchestrate.Engine, req *mcp.CallTo
 		}
 		return a.resultFor(req, e.RunPrompt(ctx, r, failPlanning(err)))
 	}
+	a.finishRun(ctx, r, env)
 	return a.resultFor(req, env)
+}
+
+// viewCatalog is a catalog in which view's tools stand for those of the
+// same name (a caller's own workflows).
+type viewCatalog struct {
+	*registry.Catalog
+	view func(string) (registry.Tool, bool)
+}
+
+func (c viewCatalog) List() []registry.Tool {
+	tools := c.Catalog.List()
+	for i, t := range tools {
+		if own, ok := c.view(t.Name); ok {
+			tools[i] = own
+		}
+	}
+	return tools
 }
 
 // failPlanning is a planner that fails with err.

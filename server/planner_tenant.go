@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/orchestra-mcp/orchestra/planner"
 	"github.com/orchestra-mcp/orchestra/registry"
 	"github.com/orchestra-mcp/orchestra/server/tenancy"
+	"github.com/orchestra-mcp/orchestra/workflows"
 )
 
 // tenantPlanner is the planner of a tenant's prompts: offered only the
@@ -38,7 +40,11 @@ func newTenantPlanners(cfg *config.Config, tenants *tenancy.Table, cat *registry
 		allow := tenants.Filter(name)
 		opts := global.options // the planner block's fallback, context budget, lessons, instructions and prices
 		opts.Catalog, opts.Engine, opts.Model = cat, engine, tp.model
-		opts.Forbidden = func(n string) bool { return forbidden(n) || !allow(n) }
+		// A workflow is offered to the callers who see it: the request's
+		// budget narrows the planner to those (App.allowFor).
+		opts.Forbidden = func(n string) bool {
+			return forbidden(n) || (!strings.HasPrefix(n, workflows.Prefix) && allow != nil && !allow(n))
+		}
 		opts.Attempts, opts.MaxToolSteps, opts.Logger = cfg.Limits.PlannerAttempts, toolSteps(cfg.Limits.MaxToolSteps, t), log.With("tenant", name)
 		opts.Instructions.Tenant = t.Instructions
 		tp.base = planner.New(opts)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/orchestra-mcp/orchestra/config"
 	"github.com/orchestra-mcp/orchestra/internal/fairshare"
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 	"github.com/orchestra-mcp/orchestra/store"
@@ -147,11 +148,14 @@ func (a *App) takeOne() bool {
 	claim := fairshare.Claim{Owner: "user:" + o.UserID}
 	bc := bgClaim{owner: o.UserID, tenant: o.Tenant, ownerMax: lim.MaxBackground, depth: lim.BackgroundQueueDepth}
 	var ro orchestrate.RunOptions
-	if t, ok := a.Config.Tenants[o.Tenant]; ok && o.Tenant != "" {
+	tenant, t := "", config.Tenant{}
+	if tt, ok := a.Config.Tenants[o.Tenant]; ok && o.Tenant != "" {
+		tenant, t = o.Tenant, tt
 		claim.Tenant, claim.TenantMax = o.Tenant, t.Limits.MaxConcurrentPlans
 		bc.tenantMax = t.Limits.MaxBackground
-		a.narrowToTenant(o.Tenant, t, &ro)
 	}
+	// What its caller could call: its tenant's tools, its own workflows.
+	a.narrowTo(o.Owner, tenant, t, &ro)
 	// It counts among its owner's and tenant's background runs here, as
 	// on the replica that died.
 	unreserve, full := a.bgCounts.reserve(bc)

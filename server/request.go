@@ -62,6 +62,7 @@ func (a *App) orchestrateHandler() mcp.ToolHandler {
 				}
 				return a.prompt(ctx, e, req, r)
 			},
+			Finished: a.finishRun,
 			Background: func(ctx context.Context, req *mcp.CallToolRequest, r *orchestrate.Request, start orchestrate.StartFunc) *mcp.CallToolResult {
 				return a.startBackground(ctx, req, base, start)
 			},

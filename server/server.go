@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -36,6 +37,7 @@ import (
 	"github.com/orchestra-mcp/orchestra/store"
 	"github.com/orchestra-mcp/orchestra/telemetry"
 	"github.com/orchestra-mcp/orchestra/toolcontext"
+	"github.com/orchestra-mcp/orchestra/workflows"
 )
 
 // Options configure an App.
@@ -62,6 +64,11 @@ type Options struct {
 	// included, after the app's own (records, insights, logs, telemetry):
 	// the command line's live view of a run on a terminal.
 	Hooks *orchestrate.Hooks
+	// WorkflowPoll is how often the stored workflows are read again, so
+	// that a save or a delete by another process on the same store (the
+	// command line, another replica) reaches this app's clients; 0 means
+	// DefaultWorkflowPoll, a negative value never.
+	WorkflowPoll time.Duration
 }
 
 // App is a configured orchestra: the catalog, the engine and the MCP server.
@@ -98,6 +105,7 @@ type App struct {
 
 	downstream *mcpserver.Manager // nil without mcpServers
 	agents     []*agents.Agent    // the configured agents, sorted by name
+	workflows  *workflowSet       // the workflows' newest versions
 
 	tenancy *tenancy.Table // nil without tenants
 	// tenantServers are the tenants' own downstream servers, by tenant,
@@ -199,6 +207,9 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	if err := a.addAgents(); err != nil {
 		return nil, err
 	}
+	if err := a.addWorkflows(ctx); err != nil {
+		return nil, err
+	}
 	a.Server = mcp.NewServer(&mcp.Implementation{Name: "orchestra", Title: "orchestra", Version: opts.Version}, &mcp.ServerOptions{
 		Instructions:       "orchestra runs whole multi-step tool plans in one call: use agent_orchestrate instead of calling tools one at a time.",
 		Logger:             log,
@@ -215,6 +226,18 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	cat.OnChange(a.sync)
 	a.startDownstream(ctx, opts.Version)
 	a.prepareTenantServers(opts.Version)
+	// Checked once the downstream servers' tools are in, then at every
+	// change of the catalog.
+	a.checkWorkflows()
+	cat.OnChange(a.checkWorkflows)
+	if poll := cmp.Or(opts.WorkflowPoll, DefaultWorkflowPoll); poll > 0 {
+		polled := make(chan struct{})
+		go func() {
+			defer close(polled)
+			a.pollWorkflows(a.drain, poll)
+		}()
+		a.closers = append(a.closers, func() error { <-polled; return nil })
+	}
 	built = true
 	return a, nil
 }
@@ -457,6 +480,9 @@ func (a *App) cancelPlans() { a.cancel() }
 
 // expose reports whether t is listed to clients directly.
 func (a *App) expose(t registry.Tool) bool {
+	if t.Source == workflows.Source {
+		return true // a workflow is a tool to call directly
+	}
 	if !a.Config.Server.ExposeDownstreamTools() || t.Mode == registry.ClientFinal {
 		return false // ask_user and its kind run only inside plans
 	}

@@ -17,7 +17,11 @@
 // structuredContent against its outputSchema (and throws if it does not
 // match). "request:FILE" lists the tools and runs the request (plan and
 // bindings) in FILE, such as examples/quickstart.json, returning its
-// structuredContent.
+// structuredContent. "workflow:FILE" runs the prompt in FILE ({prompt,
+// name, args, bad}) with save_as, waits for notifications/tools/list_changed
+// to bring workflow__NAME (the SDK's listChanged handler refetches the
+// list), calls it with args (the SDK validates its structuredContent
+// against its outputSchema) and then with bad, which must be refused.
 // It prints one JSON line: {"ok": ..., "version": ..., "tools": ..., "error": ...}.
 import { Client as ClientV1 } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport as StdioV1 } from "@modelcontextprotocol/sdk/client/stdio.js";
@@ -40,8 +44,13 @@ function transport() {
   return new HTTP(new URL(target));
 }
 
+// listChanged, when set, receives the tools after each
+// notifications/tools/list_changed.
+let listChanged;
+
 async function connect() {
   const t = transport();
+  const onChanged = { tools: { onChanged: (err, tools) => listChanged?.(err, tools) } };
   let negotiated;
   if (sdk === "v1") {
     // 1.x offers its latest version and tells the transport what was agreed.
@@ -50,11 +59,11 @@ async function connect() {
       negotiated = v;
       set?.(v);
     };
-    const client = new ClientV1(info, { capabilities: {} });
+    const client = new ClientV1(info, { capabilities: {}, listChanged: onChanged });
     await client.connect(t);
     return { client, version: () => negotiated };
   }
-  const options = { capabilities: {} };
+  const options = { capabilities: {}, listChanged: onChanged };
   if (modern) {
     options.versionNegotiation = { mode: { pin: version } };
   } else {
@@ -126,6 +135,9 @@ async function main() {
       const ok = !res.isError && sc?.status === "success" && sc?.request_id === "req-ts-1" && sc?.result?.data?.count === 3;
       return { ok, version: negotiated(), structured: sc, error: ok ? undefined : `isError ${res.isError}, ${JSON.stringify(sc)}` };
     }
+    if (mode.startsWith("workflow:")) {
+      return await workflow(client, JSON.parse(readFileSync(mode.slice("workflow:".length), "utf8")), names, negotiated);
+    }
     if (!names.includes("agent_orchestrate")) {
       return { ok: false, version: negotiated(), error: `tools/list has no agent_orchestrate: ${names.join(", ")}` };
     }
@@ -150,6 +162,39 @@ async function main() {
   } finally {
     await client.close();
   }
+}
+
+async function workflow(client, spec, names, negotiated) {
+  const name = `workflow__${spec.name}`;
+  const fail = (error) => ({ ok: false, version: negotiated(), error });
+  if (names.includes(name)) {
+    return fail(`${name} is listed before it was saved`);
+  }
+  const listed = new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no tools/list_changed brought ${name}`)), 30000);
+    listChanged = (err, tools) => {
+      const tool = tools?.find((t) => t.name === name);
+      if (tool) {
+        clearTimeout(timer);
+        resolve(tool);
+      }
+    };
+  });
+  const saved = await client.callTool({ name: "agent_orchestrate", arguments: { prompt: spec.prompt, save_as: { name: spec.name } } });
+  const meta = saved.structuredContent?._metadata?.workflow;
+  if (saved.isError || meta?.tool !== name) {
+    return fail(`save: isError ${saved.isError}, ${JSON.stringify(saved.structuredContent)}`);
+  }
+  const tool = await listed;
+  const res = await client.callTool({ name, arguments: spec.args });
+  let bad;
+  try {
+    const r = await client.callTool({ name, arguments: spec.bad });
+    bad = r.isError ? r.content?.[0]?.text : `accepted: ${JSON.stringify(r.structuredContent)}`;
+  } catch (err) {
+    bad = `thrown: ${err?.message ?? err}`;
+  }
+  return { ok: !res.isError, version: negotiated(), structured: res.structuredContent, inputSchema: tool.inputSchema, outputSchema: tool.outputSchema, bad, error: res.isError ? res.content?.[0]?.text : undefined };
 }
 
 main().then(
