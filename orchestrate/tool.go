@@ -169,6 +169,11 @@ func (e *Engine) Handler(opts HandlerOptions) mcp.ToolHandler {
 		if len(issues) > 0 {
 			return Result(e.Reject(ctx, issues)), nil
 		}
+		if r.ContextID != "" { // the input's names the conversation, over _meta's
+			ids, _ := toolcontext.IDsFrom(ctx)
+			ids.ContextID = r.ContextID
+			ctx = toolcontext.WithIDs(ctx, ids)
+		}
 		// The request's budget tree: its root, unless it runs for work
 		// that has one (an agent's nested plan draws from the agent's).
 		// The run it answers with keeps its bytes counted until the

@@ -55,7 +55,15 @@ func (a *App) orchestrateHandler() mcp.ToolHandler {
 				if inTenant && !tenant.Planning() {
 					return planningDisabled(ctx, e)
 				}
-				return a.prompt(ctx, e, req, r)
+				conv, ok := conversationOf(ctx, req, r)
+				if !ok {
+					res, _ := a.prompt(ctx, e, req, r)
+					return res
+				}
+				goal := *r // the turn's goal is the caller's, without the history added to it
+				res, env := a.prompt(a.withConversation(ctx, conv, r), e, req, r)
+				a.appendTurn(ctx, conv, &goal, env)
+				return res
 			},
 			Result: a.resultFor,
 		})(ctx, req)
@@ -159,17 +167,7 @@ func (a *App) withTrace(ctx context.Context, req *mcp.CallToolRequest) context.C
 }
 
 // validCallerID accepts ids of 1 to 128 printable ASCII characters.
-func validCallerID(s string) bool {
-	if s == "" || len(s) > 128 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < 0x21 || s[i] > 0x7e {
-			return false
-		}
-	}
-	return true
-}
+func validCallerID(s string) bool { return toolcontext.ValidID(s, toolcontext.MaxContextIDBytes) }
 
 // withCaller records the authenticated caller of req, if any, as the
 // owner of its runs (their records belong to it, see tenancy.CallerScope)
