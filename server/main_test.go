@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/orchestra-mcp/orchestra/registry/builtin"
+	"github.com/orchestra-mcp/orchestra/testutil/pgtest"
 )
 
 // TestMain fails the package when goroutines the tests started outlive
@@ -18,6 +19,7 @@ func TestMain(m *testing.M) {
 	builtin.ServeWorker() // the test binary is its own evaluation worker
 	before := runtime.NumGoroutine()
 	code := m.Run()
+	pgtest.Stop()
 	// Fuzzing starts goroutines of its own (signal handling, workers).
 	fuzzing := flag.Lookup("test.fuzz").Value.String() != ""
 	if code == 0 && !fuzzing {

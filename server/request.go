@@ -38,7 +38,14 @@ func (a *App) orchestrateHandler() mcp.ToolHandler {
 		}
 		ro.Hooks = orchestrate.ComposeHooks(ro.Hooks, runlog.ClientHooks(ctx, req, a.secrets, &a.logLevels))
 		ro.Elicit, ro.AskOnPause = elicitFor(req), asksOnPause(req)
+		idem, issue := a.idempotencyOf(ctx, req)
+		if idem != nil {
+			ro.Hooks = orchestrate.ComposeHooks(ro.Hooks, a.idempotencyHooks(idem))
+		}
 		e := a.Engine.With(ro)
+		if issue != nil {
+			return a.resultFor(req, e.Reject(ctx, []*orchestrate.Issue{issue})), nil
+		}
 		if ro.AskOnPause {
 			// The answers to ask_user's input requests resume their run.
 			switch answered, err := a.askAnswers(req); {
@@ -48,7 +55,7 @@ func (a *App) orchestrateHandler() mcp.ToolHandler {
 				return a.refuseAskState(ctx, e, req, err), nil
 			}
 		}
-		return e.Handler(orchestrate.HandlerOptions{
+		handle := e.Handler(orchestrate.HandlerOptions{
 			MaxRequestBytes: int(a.Config.Server.MaxRequestBytes),
 			Gate:            a.Config.Server.RequestGate(),
 			Prompt: func(ctx context.Context, req *mcp.CallToolRequest, r *orchestrate.Request) *mcp.CallToolResult {
@@ -66,7 +73,11 @@ func (a *App) orchestrateHandler() mcp.ToolHandler {
 				return res
 			},
 			Result: a.resultFor,
-		})(ctx, req)
+		})
+		if idem != nil {
+			return a.idempotent(ctx, e, req, idem, handle)
+		}
+		return handle(ctx, req)
 	}
 }
 

@@ -87,6 +87,7 @@ type App struct {
 	tel            *telemetry.Telemetry
 	secrets        []string // never logged to clients
 
+	idemDone  finished       // wakes the calls waiting for an idempotency key's first call
 	logLevels runlog.Levels  // which clients receive logging notifications
 	calls     httpedge.Calls // tools/call requests in flight over HTTP
 
