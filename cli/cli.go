@@ -39,6 +39,7 @@ var commands = []command{
 	{"plan", `[--config FILE] "goal"|-`, "Ask the configured planner model for a plan and print it, validated, as JSON; nothing runs.", cmdPlan},
 	{"ask", `[--config FILE] [--store PATH] [--json] [--fallback reactive] [--context FILE] "goal"|-`, "Plan, run and answer a goal with the configured planner model (two model calls), and print the answer; the run is recorded like run's.", cmdAsk},
 	{"insights", "[--store PATH] [--json] [--tool NAME] [list|clear]", "List the lessons learned from past runs that the planner is shown (per tool: what failed and what fixed it), or clear them.", cmdInsights},
+	{"conversations", "[--store PATH] [--json] [--owner OWNER] [list|show ID|clear [ID]]", "List the conversations prompts named with a context_id (every caller's), show one's turns, or clear one or all.", cmdConversations},
 	{"ui", "[--store PATH] [--addr ADDR]", "Serve the web viewer of the execution records on loopback and print its URL: the runs, each run's timeline, the insights.", cmdUI},
 }
 
