@@ -118,7 +118,7 @@ func idempotentCalls(t *testing.T, first, second idempotentReplica, p *probe) {
 		retried <- answer{res, env}
 	}()
 	awaitValue(t, second.waiting, "the retry to wait for the first run")
-	close(p.block)   // which now ends
+	close(p.block) // which now ends
 	got := awaitValue(t, retried, "the retry's answer")
 	if got.env.Artifact.Status != orchestrate.StatusSuccess {
 		t.Fatalf("the retry got status %s, errors %v: the first run did not outlive its connection", got.env.Artifact.Status, got.env.Artifact.Errors)
