@@ -41,12 +41,12 @@ func (e *Engine) Resume(ctx context.Context, req *Request) *Envelope {
 		if len(issues) > 0 {
 			return e.refuseAll(ctx, issues, cp.ExecID)
 		}
-	case CheckpointInterrupted, CheckpointFailed:
+	case CheckpointInterrupted, CheckpointFailed, CheckpointCancelled:
 		if len(rs.Results) > 0 {
 			return e.refuse(ctx, "resume.results", CodeInvalidRequest, fmt.Sprintf("run %s is %s and waits for no results; resume it without results to run the steps that did not succeed", cp.ExecID, cp.Status), "")
 		}
 	default:
-		return e.refuse(ctx, "resume.exec_id", CodeNotResumable, fmt.Sprintf("run %s is %s; only paused, interrupted and failed runs can be resumed", cp.ExecID, cp.Status), "")
+		return e.refuse(ctx, "resume.exec_id", CodeNotResumable, fmt.Sprintf("run %s is %s; only paused, interrupted, failed and cancelled runs can be resumed", cp.ExecID, cp.Status), "")
 	}
 	steps := slices.Sorted(func(yield func(string) bool) {
 		for id := range results {

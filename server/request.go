@@ -33,20 +33,25 @@ func (a *App) orchestrateHandler() mcp.ToolHandler {
 		ctx, tenant, inTenant := a.withTenant(ctx, req, &ro)
 		ids, _ := toolcontext.IDsFrom(ctx)
 		ro.Logger = a.log.With("request_id", ids.RequestID, "user_id", ids.UserID, "tenant", ids.Tenant)
-		if p := progress.For(ctx, req); p != nil {
-			ro.Hooks = p.Hooks()
-		}
-		ro.Hooks = orchestrate.ComposeHooks(ro.Hooks, runlog.ClientHooks(ctx, req, a.secrets, &a.logLevels))
-		ro.Elicit, ro.AskOnPause = elicitFor(req), asksOnPause(req)
+		// A background run reports to no one in particular (its caller
+		// may be gone): what a waiting caller sees, progress and logs,
+		// and what it answers, elicitation, are the foreground's.
 		idem, issue := a.idempotencyOf(ctx, req)
 		if idem != nil {
 			ro.Hooks = orchestrate.ComposeHooks(ro.Hooks, a.idempotencyHooks(idem))
 		}
-		e := a.Engine.With(ro)
+		base := a.Engine.With(ro)
+		fg := orchestrate.RunOptions{Elicit: elicitFor(req)}
+		if p := progress.For(ctx, req); p != nil {
+			fg.Hooks = p.Hooks()
+		}
+		fg.Hooks = orchestrate.ComposeHooks(fg.Hooks, runlog.ClientHooks(ctx, req, a.secrets, &a.logLevels))
+		fg.AskOnPause = asksOnPause(req)
+		e := base.With(fg)
 		if issue != nil {
 			return a.resultFor(req, e.Reject(ctx, []*orchestrate.Issue{issue})), nil
 		}
-		if ro.AskOnPause {
+		if fg.AskOnPause {
 			// The answers to ask_user's input requests resume their run.
 			switch answered, err := a.askAnswers(req); {
 			case err == nil:
@@ -58,7 +63,7 @@ func (a *App) orchestrateHandler() mcp.ToolHandler {
 		handle := e.Handler(orchestrate.HandlerOptions{
 			MaxRequestBytes: int(a.Config.Server.MaxRequestBytes),
 			Gate:            a.Config.Server.RequestGate(),
-			Prompt: func(ctx context.Context, req *mcp.CallToolRequest, r *orchestrate.Request) *mcp.CallToolResult {
+			Prompt: func(ctx context.Context, e *orchestrate.Engine, req *mcp.CallToolRequest, r *orchestrate.Request) *mcp.CallToolResult {
 				if inTenant && !tenant.Planning() {
 					return planningDisabled(ctx, e)
 				}
@@ -71,6 +76,12 @@ func (a *App) orchestrateHandler() mcp.ToolHandler {
 				res, env := a.prompt(a.withConversation(ctx, conv, r), e, req, r)
 				a.appendTurn(ctx, conv, &goal, env)
 				return res
+			},
+			Background: func(ctx context.Context, req *mcp.CallToolRequest, r *orchestrate.Request, start orchestrate.StartFunc) *mcp.CallToolResult {
+				return a.startBackground(ctx, req, base, start)
+			},
+			Control: func(ctx context.Context, req *mcp.CallToolRequest, r *orchestrate.Request) *mcp.CallToolResult {
+				return a.control(ctx, base, req, r)
 			},
 			Result: a.resultFor,
 		})
