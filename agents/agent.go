@@ -386,6 +386,10 @@ func (a *Agent) run(ctx context.Context, child *orchestrate.ChildRun, req *Execu
 		fail(orchestrate.CodeInvalidInput, err.Error())
 		return
 	}
+	// The conversation of the prompt that started the plan, if it named one.
+	if history, tokens := orchestrate.ConversationFrom(ctx); len(history) > 0 {
+		user = orchestrate.ConversationText(history, tokens*4, tokens) + "\n\n" + user
+	}
 	allowed := a.allowedTools(scope)
 	byName := map[string]registry.Tool{}
 	defs := make([]llm.ToolDef, 0, len(allowed))

@@ -42,6 +42,7 @@ var commands = []command{
 	{"ask", `[--config FILE] [--store PATH] [--json] [--fallback reactive] [--context FILE] "goal"|-`, "Plan, run and answer a goal with the configured planner model (two model calls), and print the answer; the run is recorded like run's.", cmdAsk},
 	{"insights", "[--store PATH] [--json] [--tool NAME] [list|clear]", "List the lessons learned from past runs that the planner is shown (per tool: what failed and what fixed it), or clear them.", cmdInsights},
 	{"workflows", "[--config FILE] [--store PATH] list|show NAME|save EXEC_ID --name NAME|delete NAME|export [NAME...]|import FILE", "Manage workflows, plans kept under a name and called as workflow__NAME with no model: list them, show or export them as YAML, save a run that succeeded as one, delete, import.", cmdWorkflows},
+	{"conversations", "[--store PATH] [--json] [--owner OWNER] [list|show ID|clear [ID]]", "List the conversations prompts named with a context_id (every caller's), show one's turns, or clear one or all.", cmdConversations},
 	{"ui", "[--store PATH] [--addr ADDR]", "Serve the web viewer of the execution records on loopback and print its URL: the runs, each run's timeline, the insights.", cmdUI},
 }
 

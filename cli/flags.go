@@ -69,7 +69,7 @@ func parse(env *cliEnv, fs *flag.FlagSet, args []string) (int, bool) {
 // retention is the retention of cfg's execution records, for a command
 // that prunes them as it opens them.
 func retention(cfg *config.Config) store.Retention {
-	return store.Retention{MaxAge: cfg.Store.Retention.MaxAge.D(), MaxRuns: cfg.Store.Retention.MaxRuns}
+	return cfg.Store.Retention.Store()
 }
 
 // progressFlag adds --progress to a command that runs plans.

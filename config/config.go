@@ -25,6 +25,7 @@ import (
 	"github.com/orchestra-mcp/orchestra/planner"
 	"github.com/orchestra-mcp/orchestra/registry/builtin"
 	"github.com/orchestra-mcp/orchestra/registry/mcpserver"
+	"github.com/orchestra-mcp/orchestra/store"
 	"github.com/orchestra-mcp/orchestra/workflows"
 )
 
@@ -111,6 +112,10 @@ type Limits struct {
 	// MaxDownstreamResponseBytes is the largest tool result, as JSON, that
 	// a downstream MCP server may return; a larger one fails the call.
 	MaxDownstreamResponseBytes int64 `yaml:"max_downstream_response_bytes" json:"max_downstream_response_bytes"`
+	// IdempotencyTTL is how long a call's idempotency key holds: a repeat
+	// by the same caller within it returns the first call's result.
+	// Default 24h.
+	IdempotencyTTL time.Duration `yaml:"idempotency_ttl" json:"idempotency_ttl"`
 }
 
 // Server configures the MCP server and its HTTP transport.
@@ -223,6 +228,17 @@ type Retention struct {
 	MaxAge duration.Duration `yaml:"max_age" json:"max_age"`
 	// MaxRuns keeps only the newest runs. Default 10000.
 	MaxRuns int `yaml:"max_runs" json:"max_runs"`
+	// ConversationMaxAge deletes the turns of conversations added longer
+	// ago. Default 720h (30 days).
+	ConversationMaxAge duration.Duration `yaml:"conversation_max_age,omitempty" json:"conversation_max_age,omitempty"`
+	// ConversationTurns keeps only the newest turns of each conversation.
+	// Default 200.
+	ConversationTurns int `yaml:"conversation_turns,omitempty" json:"conversation_turns,omitempty"`
+}
+
+// Store returns the store's retention policy.
+func (r Retention) Store() store.Retention {
+	return store.Retention{MaxAge: r.MaxAge.D(), MaxRuns: r.MaxRuns, ConversationMaxAge: r.ConversationMaxAge.D(), MaxConversationTurns: r.ConversationTurns}
 }
 
 // Default values of Store.
@@ -247,6 +263,7 @@ const (
 
 	DefaultMaxConcurrentPlans         = 64
 	DefaultQueueTimeout               = 10 * time.Second
+	DefaultIdempotencyTTL             = 24 * time.Hour
 	DefaultMaxDownstreamResponseBytes = 8 << 20
 )
 
@@ -290,6 +307,9 @@ func (c *Config) applyDefaults() {
 	}
 	if l.MaxDownstreamResponseBytes == 0 {
 		l.MaxDownstreamResponseBytes = DefaultMaxDownstreamResponseBytes
+	}
+	if l.IdempotencyTTL == 0 {
+		l.IdempotencyTTL = DefaultIdempotencyTTL
 	}
 	if c.Server.RateLimit.RequestsPerSecond == 0 {
 		c.Server.RateLimit.RequestsPerSecond = DefaultRateLimit
@@ -411,8 +431,11 @@ func (c *Config) validate() error {
 	if r := c.Server.Response; r != "" && r != orchestrate.ResponseCompact && r != orchestrate.ResponseFull {
 		problems = append(problems, fmt.Sprintf("server.response must be %q or %q, not %q", orchestrate.ResponseCompact, orchestrate.ResponseFull, r))
 	}
-	if c.Store.Retention.MaxAge < 0 || c.Store.Retention.MaxRuns < 0 {
-		problems = append(problems, "store.retention.max_age and store.retention.max_runs must not be negative")
+	if c.Store.Retention.MaxAge < 0 || c.Store.Retention.MaxRuns < 0 || c.Store.Retention.ConversationMaxAge < 0 || c.Store.Retention.ConversationTurns < 0 {
+		problems = append(problems, "store.retention.max_age, max_runs, conversation_max_age and conversation_turns must not be negative")
+	}
+	if l.IdempotencyTTL < 0 {
+		problems = append(problems, "limits.idempotency_ttl must not be negative")
 	}
 	if l.QueueTimeout < 0 {
 		problems = append(problems, "limits.queue_timeout must not be negative")

@@ -199,6 +199,20 @@ const (
 	CodeClientInLoop Code = "client_in_loop"
 )
 
+// Idempotent calls: why a call with an idempotency key did not run.
+const (
+	// CodeIdempotencyConflict: the caller used the key before with a
+	// different input; nothing ran.
+	CodeIdempotencyConflict Code = "idempotency_conflict"
+	// CodeIdempotencyInProgress: the first call with the key is still
+	// running and did not end within this call's timeout; the envelope
+	// names its run (status running).
+	CodeIdempotencyInProgress Code = "idempotency_in_progress"
+	// CodeIdempotencyUnavailable: the store could not check the key;
+	// nothing ran.
+	CodeIdempotencyUnavailable Code = "idempotency_unavailable"
+)
+
 // Agents: why an agent did not answer in full (its error.code, and its
 // step's).
 const (

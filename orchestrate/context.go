@@ -1,7 +1,10 @@
 package orchestrate
 
 import (
+	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/orchestra-mcp/orchestra/schemas"
 )
@@ -84,4 +87,64 @@ func (d *decoder) callerContext(v any, path string) *CallerContext {
 		}
 	}
 	return c
+}
+
+// conversationKey carries a caller's conversation in a context.
+type conversationKey struct{}
+
+type conversation struct {
+	history []Turn
+	tokens  int
+}
+
+// WithConversation returns ctx carrying history, the caller's conversation
+// so far (oldest first), which the agents that run in ctx are given within
+// tokens (planner.context_tokens).
+func WithConversation(ctx context.Context, history []Turn, tokens int) context.Context {
+	if len(history) == 0 {
+		return ctx
+	}
+	return context.WithValue(ctx, conversationKey{}, conversation{history, tokens})
+}
+
+// ConversationFrom returns the conversation ctx carries and its token
+// budget; nil when it carries none.
+func ConversationFrom(ctx context.Context) ([]Turn, int) {
+	c, _ := ctx.Value(conversationKey{}).(conversation)
+	return c.history, c.tokens
+}
+
+// ConversationText renders history for a model in at most room bytes: the
+// newest turns kept, the oldest dropped, with a note of how many were
+// dropped to stay within budget tokens. It is "" without turns.
+func ConversationText(history []Turn, room, budget int) string {
+	if len(history) == 0 {
+		return ""
+	}
+	const head = "The conversation so far (oldest first):"
+	var kept []string
+	room -= len(head) + 64 // the note of dropped turns
+	for i := len(history) - 1; i >= 0; i-- {
+		t := history[i]
+		role := t.Role
+		if role == "" {
+			role = "user"
+		}
+		line := "\n" + role + ": " + strings.TrimSpace(t.Content)
+		if len(line) > room {
+			break
+		}
+		room -= len(line)
+		kept = append(kept, line)
+	}
+	slices.Reverse(kept)
+	var b strings.Builder
+	b.WriteString(head)
+	if dropped := len(history) - len(kept); dropped > 0 {
+		fmt.Fprintf(&b, "\n(%d earlier turns dropped to stay within %d tokens)", dropped, budget)
+	}
+	for _, l := range kept {
+		b.WriteString(l)
+	}
+	return b.String()
 }

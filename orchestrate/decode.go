@@ -14,6 +14,7 @@ import (
 	"github.com/orchestra-mcp/orchestra/internal/jsongate"
 	"github.com/orchestra-mcp/orchestra/internal/suggest"
 	"github.com/orchestra-mcp/orchestra/schemas"
+	"github.com/orchestra-mcp/orchestra/toolcontext"
 )
 
 // DecodeRequest decodes the input of agent_orchestrate, or a bare plan, and
@@ -138,7 +139,7 @@ func (d *decoder) result() []*Issue {
 	return append(d.issues, &Issue{Code: CodeTooManyIssues, Message: fmt.Sprintf("%d more errors are not listed; fix these and send the request again", d.more)})
 }
 
-var requestFields = []string{"plan", "prompt", "bindings", "timeout_ms", "max_parallel", "dry_run", "fallback", "response", "context", "client_tools", "resume", "background", "await", "cancel", "save_as"}
+var requestFields = []string{"plan", "prompt", "bindings", "timeout_ms", "max_parallel", "dry_run", "fallback", "response", "context", "context_id", "idempotency_key", "client_tools", "resume", "background", "await", "cancel", "save_as"}
 
 func (d *decoder) request(obj map[string]any) *Request {
 	if _, ok := obj["plan"]; !ok {
@@ -208,6 +209,16 @@ func (d *decoder) request(obj map[string]any) *Request {
 			}
 		case "context":
 			req.Context = d.callerContext(v, "context")
+		case "context_id":
+			req.ContextID = d.str(v, k)
+			if req.ContextID != "" && !toolcontext.ValidID(req.ContextID, toolcontext.MaxContextIDBytes) {
+				d.add(k, CodeInvalidValue, fmt.Sprintf("context_id must be 1 to %d printable ASCII characters without spaces", toolcontext.MaxContextIDBytes))
+			}
+		case "idempotency_key":
+			req.IdempotencyKey = d.str(v, k)
+			if req.IdempotencyKey != "" && !toolcontext.ValidID(req.IdempotencyKey, toolcontext.MaxIdempotencyKeyBytes) {
+				d.add(k, CodeInvalidValue, fmt.Sprintf("idempotency_key must be 1 to %d printable ASCII characters without spaces (a UUID, for example)", toolcontext.MaxIdempotencyKeyBytes))
+			}
 		case "client_tools":
 			req.ClientTools = d.clientTools(v, k)
 		case "resume":

@@ -186,6 +186,13 @@ type Request struct {
 	Response string `json:"response,omitempty"`
 	// Context is what the caller tells the planner besides the goal.
 	Context *CallerContext `json:"context,omitempty"`
+	// ContextID names the caller's conversation (as the request's _meta
+	// may): the prompt path gives the planner its earlier turns and adds
+	// this one.
+	ContextID string `json:"context_id,omitempty"`
+	// IdempotencyKey makes a repeat of the call by the same caller return
+	// the first call's result instead of running again.
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
 	// ClientTools are tools the caller runs itself; a plan that reaches
 	// one pauses until the caller resumes it with the result.
 	ClientTools []*ClientTool `json:"client_tools,omitempty"`

@@ -35,21 +35,21 @@ func MCPTool(unlisted []registry.Tool) *mcp.Tool {
 	}
 }
 
-const howTo = `Runs a multi-step tool plan in ONE call, not tool by tool. Send one of "plan", "prompt" (a goal) or "resume". A plan is checked against the tools' schemas first: on any problem nothing runs, and all are reported.
+const howTo = `Runs a multi-step tool plan in ONE call, not tool by tool. Send one of "plan", "prompt" (a goal) or "resume". A plan is checked against the tools' schemas first: on any problem nothing runs, all reported.
 
-Steps run in order; {"parallel": [steps]} runs a group at once; "schedule": "dag" starts each step when its inputs are ready. Templates in argument strings:
-- "$0.output.f" (step 0's output, type kept), "$id.output.items[0].url" (by step id), "$bindings.name"
+Steps run in order; {"parallel": [steps]} runs a group at once; "schedule": "dag" starts a step once its inputs are ready. Templates in argument strings:
+- "$0.output.f" (step 0's output, typed), "$id.output.items[0].url" (by step id), "$bindings.name"
 - "text ${id.output.title} text" interpolates.
-A step's output is the tool's structured output, else {"text": "..."}.
+A step's output is the tool's structured output or {"text": "..."}.
 
-A plan's "answer" (text with ${...}) or "return" (a template value) comes back as artifact.answer or .result, without step outputs ("response": "full" returns all).
+A plan's "answer" (text with ${...}) or "return" (a template value) comes back as artifact.answer or .result, not step outputs ("response": "full" has all).
 
 ` + exampleBuiltins + `
 
-Step options: timeout_ms, retry {max_attempts, backoff_ms}, on_error: "continue", "when": "$c.output.ok" (runs only if truthy). Group: merge "collect" | "first_success" | "all_settled". "dry_run": true only validates.
-{"for_each": "$l.output.items", "do": {step using "$item.x", "$item_index"}} runs do per element; output: their array.
-"background": true answers at once, saying how to await or cancel the run.
-"client_tools" (yours) pause the run (artifact.pending); go on with {"resume": {"exec_id": "...", "results": {"<step id>": output}}}.`
+Step options: timeout_ms, retry {max_attempts, backoff_ms}, on_error: "continue", "when": "$c.output.ok" (runs if truthy). Group: merge "collect" | "first_success" | "all_settled". "dry_run": true only validates.
+{"for_each": "$l.output.items", "do": {step using "$item.x", "$item_index"}} runs do per element, giving an array.
+"background": true answers at once with how to await or cancel.
+"client_tools" (yours) pause the run (artifact.pending); resume with {"resume": {"exec_id": "...", "results": {"<step id>": output}}}.`
 
 // exampleBuiltins is the description's example plan, over built-in tools;
 // exampleGeneric replaces it for a caller that may not call them.
@@ -187,6 +187,11 @@ func (e *Engine) Handler(opts HandlerOptions) mcp.ToolHandler {
 		r, issues := decodeInput(args, opts.Gate)
 		if len(issues) > 0 {
 			return Result(e.Reject(ctx, issues)), nil
+		}
+		if r.ContextID != "" { // the input's names the conversation, over _meta's
+			ids, _ := toolcontext.IDsFrom(ctx)
+			ids.ContextID = r.ContextID
+			ctx = toolcontext.WithIDs(ctx, ids)
 		}
 		if r.Await != nil || r.Cancel != nil {
 			if opts.Control == nil {

@@ -50,37 +50,9 @@ func contextText(c *orchestrate.CallerContext, budget int) string {
 		add(b.String())
 	}
 	if len(c.History) > 0 {
-		const head = "The conversation so far (oldest first):"
-		var kept []string
-		room := limit - used - len(head) - 64 // the note of dropped turns
-		for i := len(c.History) - 1; i >= 0; i-- {
-			t := c.History[i]
-			line := "\n" + orDefault(t.Role, "user") + ": " + strings.TrimSpace(t.Content)
-			if len(line) > room {
-				break
-			}
-			room -= len(line)
-			kept = append(kept, line)
-		}
-		slices.Reverse(kept)
-		var b strings.Builder
-		b.WriteString(head)
-		if dropped := len(c.History) - len(kept); dropped > 0 {
-			fmt.Fprintf(&b, "\n(%d earlier turns dropped to stay within %d tokens)", dropped, budget)
-		}
-		for _, l := range kept {
-			b.WriteString(l)
-		}
-		parts = append(parts, b.String())
+		parts = append(parts, orchestrate.ConversationText(c.History, limit-used, budget))
 	}
 	return strings.Join(parts, "\n\n")
-}
-
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 // contextTokens is the planner's context budget.

@@ -105,9 +105,9 @@ func (a *App) Planner() (*planner.Planner, error) {
 // app's, with the options of the request): with the configured model, or
 // with the client's through sampling. On protocol 2026-07-28 sampling is a
 // multi round-trip request: a round that needs the client's answer returns
-// the input request, and the next round replays the answers so far from the
-// signed request state.
-func (a *App) prompt(ctx context.Context, e *orchestrate.Engine, req *mcp.CallToolRequest, r *orchestrate.Request) *mcp.CallToolResult {
+// the input request (and no envelope), and the next round replays the
+// answers so far from the signed request state.
+func (a *App) prompt(ctx context.Context, e *orchestrate.Engine, req *mcp.CallToolRequest, r *orchestrate.Request) (*mcp.CallToolResult, *orchestrate.Envelope) {
 	ps := a.planner
 	base, model := a.plannerFor(req)
 	p := base.WithEngine(e)
@@ -115,13 +115,17 @@ func (a *App) prompt(ctx context.Context, e *orchestrate.Engine, req *mcp.CallTo
 		p = p.WithCatalog(viewCatalog{a.Catalog, view})
 	}
 	var input *llm.InputSampling
+	fail := func(err error) (*mcp.CallToolResult, *orchestrate.Envelope) {
+		env := e.RunPrompt(ctx, r, failPlanning(err))
+		return a.resultFor(req, env), env
+	}
 	if model == nil {
 		m, err := llm.SamplingFor(req, ps.key, ps.sampling)
 		if err != nil {
 			if errors.Is(err, llm.ErrUnavailable) {
 				err = fmt.Errorf("no planner model is configured and this client does not support sampling: %s", plannerExample)
 			}
-			return a.resultFor(req, e.RunPrompt(ctx, r, failPlanning(err)))
+			return fail(err)
 		}
 		input, _ = m.(*llm.InputSampling)
 		p = p.WithModel(m)
@@ -130,15 +134,15 @@ func (a *App) prompt(ctx context.Context, e *orchestrate.Engine, req *mcp.CallTo
 	if err != nil {
 		if input != nil && input.Pending() {
 			if res, ierr := input.InputResult(); ierr == nil {
-				return res
+				return res, nil
 			} else {
 				err = ierr
 			}
 		}
-		return a.resultFor(req, e.RunPrompt(ctx, r, failPlanning(err)))
+		return fail(err)
 	}
 	a.finishRun(ctx, r, env)
-	return a.resultFor(req, env)
+	return a.resultFor(req, env), env
 }
 
 // viewCatalog is a catalog in which view's tools stand for those of the

@@ -36,6 +36,10 @@ func (a *App) orchestrateHandler() mcp.ToolHandler {
 		// A background run reports to no one in particular (its caller
 		// may be gone): what a waiting caller sees, progress and logs,
 		// and what it answers, elicitation, are the foreground's.
+		idem, issue := a.idempotencyOf(ctx, req)
+		if idem != nil {
+			ro.Hooks = orchestrate.ComposeHooks(ro.Hooks, a.idempotencyHooks(idem))
+		}
 		base := a.Engine.With(ro)
 		fg := orchestrate.RunOptions{Elicit: elicitFor(req)}
 		if p := progress.For(ctx, req); p != nil {
@@ -44,6 +48,9 @@ func (a *App) orchestrateHandler() mcp.ToolHandler {
 		fg.Hooks = orchestrate.ComposeHooks(fg.Hooks, runlog.ClientHooks(ctx, req, a.secrets, &a.logLevels))
 		fg.AskOnPause = asksOnPause(req)
 		e := base.With(fg)
+		if issue != nil {
+			return a.resultFor(req, e.Reject(ctx, []*orchestrate.Issue{issue})), nil
+		}
 		if fg.AskOnPause {
 			// The answers to ask_user's input requests resume their run.
 			switch answered, err := a.askAnswers(req); {
@@ -53,14 +60,22 @@ func (a *App) orchestrateHandler() mcp.ToolHandler {
 				return a.refuseAskState(ctx, e, req, err), nil
 			}
 		}
-		return e.Handler(orchestrate.HandlerOptions{
+		handle := e.Handler(orchestrate.HandlerOptions{
 			MaxRequestBytes: int(a.Config.Server.MaxRequestBytes),
 			Gate:            a.Config.Server.RequestGate(),
 			Prompt: func(ctx context.Context, e *orchestrate.Engine, req *mcp.CallToolRequest, r *orchestrate.Request) *mcp.CallToolResult {
 				if inTenant && !tenant.Planning() {
 					return planningDisabled(ctx, e)
 				}
-				return a.prompt(ctx, e, req, r)
+				conv, ok := conversationOf(ctx, req, r)
+				if !ok {
+					res, _ := a.prompt(ctx, e, req, r)
+					return res
+				}
+				goal := *r // the turn's goal is the caller's, without the history added to it
+				res, env := a.prompt(a.withConversation(ctx, conv, r), e, req, r)
+				a.appendTurn(ctx, conv, &goal, env)
+				return res
 			},
 			Finished: a.finishRun,
 			Background: func(ctx context.Context, req *mcp.CallToolRequest, r *orchestrate.Request, start orchestrate.StartFunc) *mcp.CallToolResult {
@@ -70,7 +85,11 @@ func (a *App) orchestrateHandler() mcp.ToolHandler {
 				return a.control(ctx, base, req, r)
 			},
 			Result: a.resultFor,
-		})(ctx, req)
+		})
+		if idem != nil {
+			return a.idempotent(ctx, e, req, idem, handle)
+		}
+		return handle(ctx, req)
 	}
 }
 
@@ -171,17 +190,7 @@ func (a *App) withTrace(ctx context.Context, req *mcp.CallToolRequest) context.C
 }
 
 // validCallerID accepts ids of 1 to 128 printable ASCII characters.
-func validCallerID(s string) bool {
-	if s == "" || len(s) > 128 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < 0x21 || s[i] > 0x7e {
-			return false
-		}
-	}
-	return true
-}
+func validCallerID(s string) bool { return toolcontext.ValidID(s, toolcontext.MaxContextIDBytes) }
 
 // withCaller records the authenticated caller of req, if any, as the
 // owner of its runs (their records belong to it, see tenancy.CallerScope)

@@ -94,6 +94,7 @@ type App struct {
 	tel            *telemetry.Telemetry
 	secrets        []string // never logged to clients
 
+	idemDone  finished       // wakes the calls waiting for an idempotency key's first call
 	bg        bgRuns         // background runs
 	bgCounts  bgCounts       // background runs by owner and tenant, for their limits
 	subs      *subscriptions // resource subscriptions
@@ -221,6 +222,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	a.startQueue()
 	a.addResources()
 	a.addInsightsResource()
+	a.addConversationResources()
 	a.Server.AddReceivingMiddleware(a.unknownTools, a.tenantTools, a.logLevels.Middleware)
 	a.sync()
 	cat.OnChange(a.sync)
@@ -254,7 +256,7 @@ func openStore(ctx context.Context, cfg *config.Config, path string, log *slog.L
 	// A server asked to stop as it starts still opens its store: it
 	// recovers the runs a crash left and closes cleanly.
 	return store.Open(context.WithoutCancel(ctx), path, store.Options{
-		Retention: store.Retention{MaxAge: cfg.Store.Retention.MaxAge.D(), MaxRuns: cfg.Store.Retention.MaxRuns},
+		Retention: cfg.Store.Retention.Store(),
 		Logger:    log,
 		Lease:     cfg.Store.Lease.D(),
 	})

@@ -167,6 +167,12 @@ type Retention struct {
 	MaxAge time.Duration
 	// MaxRuns keeps only the newest MaxRuns runs.
 	MaxRuns int
+	// ConversationMaxAge deletes the turns of conversations added longer
+	// ago than this; 0 keeps them for [DefaultConversationMaxAge].
+	ConversationMaxAge time.Duration
+	// MaxConversationTurns keeps only the newest turns of each
+	// conversation; 0 means [DefaultMaxConversationTurns].
+	MaxConversationTurns int
 }
 
 // Options configure a [Store]. The zero value is usable.

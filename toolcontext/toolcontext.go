@@ -105,6 +105,9 @@ const (
 	MetaRequestID = "io.github.orchestra-mcp/request_id"
 	// MetaContextID holds the caller's id of its conversation or task.
 	MetaContextID = "io.github.orchestra-mcp/context_id"
+	// MetaIdempotencyKey holds the caller's idempotency key of the call,
+	// as the input's idempotency_key may.
+	MetaIdempotencyKey = "io.github.orchestra-mcp/idempotency_key"
 	// MetaUserID holds the user the request is made for (the caller's
 	// authenticated user, never its credential).
 	MetaUserID = "io.github.orchestra-mcp/user_id"
@@ -189,6 +192,28 @@ func LogIDs(ctx context.Context) []any {
 		out = append(out, id.Name, id.Value)
 	}
 	return out
+}
+
+// Bounds of the ids a caller names.
+const (
+	// MaxContextIDBytes caps a context id (and a request id).
+	MaxContextIDBytes = 128
+	// MaxIdempotencyKeyBytes caps an idempotency key.
+	MaxIdempotencyKeyBytes = 255
+)
+
+// ValidID reports whether s, an id a caller names, has 1 to maxBytes
+// printable ASCII characters and no space.
+func ValidID(s string, maxBytes int) bool {
+	if s == "" || len(s) > maxBytes {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x21 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
 }
 
 // FromMeta returns ctx with the depth and traceparent that an incoming
