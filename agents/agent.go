@@ -230,14 +230,38 @@ func (a *Agent) call(ctx context.Context, cr *registry.CallRequest) (*registry.R
 	// counts against its request's, and it and what runs under it (a
 	// nested plan) may call only the tools it allows and its caller could.
 	engine = engine.With(orchestrate.RunOptions{AllowTool: a.allows})
-	child, cctx, err := engine.StartChild(ctx, ToolName(a.Name))
+	// A resume of the run that called the agent takes up its paused loop,
+	// under the same child run.
+	var cont *loopState
+	if c := cr.Continue; c != nil {
+		cont = &loopState{}
+		if err := json.Unmarshal(c.State, cont); err != nil || cont.ExecID == "" {
+			resp := &ExecutionResponse{Status: StatusError, Metadata: Metadata{Agent: a.Name, Model: a.ModelName()},
+				Error: &ResponseError{Code: CodeInvalidInput, Message: fmt.Sprintf("agent %s cannot go on: the state of its paused loop does not decode; start the run again", a.Name)}}
+			return result(resp), nil
+		}
+	}
+	var child *orchestrate.ChildRun
+	var cctx context.Context
+	var err error
+	if cont != nil {
+		child, cctx, err = engine.ContinueChild(ctx, ToolName(a.Name), cont.ExecID, cont.Steps, cont.Calls)
+	} else {
+		child, cctx, err = engine.StartChild(ctx, ToolName(a.Name))
+	}
 	if err != nil {
 		resp := &ExecutionResponse{Status: StatusError, Metadata: Metadata{Agent: a.Name, Model: a.ModelName()},
 			Error: &ResponseError{Code: orchestrate.CodeLimitExceeded, Message: fmt.Sprintf("agent %s did not start: %v", a.Name, err)}}
 		return result(resp), nil
 	}
 	resp := &ExecutionResponse{Status: StatusSuccess, Metadata: Metadata{Agent: a.Name, Model: a.ModelName(), ExecID: child.ExecID()}}
+	if cont != nil {
+		m := cont.Metadata
+		resp.Metadata.ModelCalls, resp.Metadata.ToolCalls, resp.Metadata.TokensIn, resp.Metadata.TokensOut = m.ModelCalls, m.ToolCalls, m.TokensIn, m.TokensOut
+		start = start.Add(-time.Duration(m.DurationMS) * time.Millisecond)
+	}
 	var loopErr *orchestrate.Error
+	var handoff *registry.Handoff
 	req, err := decodeRequest(cr.Arguments)
 	if err == nil {
 		resp.RequestID = req.RequestID
@@ -245,9 +269,28 @@ func (a *Agent) call(ctx context.Context, cr *registry.CallRequest) (*registry.R
 		if scoped {
 			only = scope
 		}
-		a.safeRun(cctx, child, req, resp, only, cr.Progress)
+		var results map[string]any
+		if cont != nil {
+			results = cr.Continue.Results
+		}
+		handoff = a.safeRun(cctx, child, req, resp, only, cr.Progress, cont, results)
 	} else {
 		resp.Status, resp.Error = StatusError, &ResponseError{Code: CodeInvalidInput, Message: err.Error()}
+	}
+	if handoff != nil {
+		if _, ok := orchestrate.ClientSideFrom(ctx); ok && ctx.Err() == nil {
+			// The caller's run pauses for the client; the child run goes
+			// on when it resumes.
+			resp.Metadata.DurationMS = time.Since(start).Milliseconds()
+			r := handoffResult(resp, handoff)
+			return r, nil
+		}
+		tools := make([]string, len(handoff.Calls))
+		for i, c := range handoff.Calls {
+			tools[i] = c.Tool
+		}
+		resp.Status, resp.Error = StatusError, &ResponseError{Code: orchestrate.CodeClientInLoop,
+			Message: fmt.Sprintf("agent %s asked for %s, which the client runs, and its caller cannot pause for the client; call agent %s from a plan step (agent_orchestrate), whose run pauses and resumes", a.Name, strings.Join(tools, ", "), a.Name)}
 	}
 	resp.Metadata.DurationMS = time.Since(start).Milliseconds()
 	status := orchestrate.StatusSuccess
@@ -272,14 +315,28 @@ func (a *Agent) call(ctx context.Context, cr *registry.CallRequest) (*registry.R
 
 // safeRun runs the loop; a panic in it is the response's error, and the
 // child run still finishes.
-func (a *Agent) safeRun(ctx context.Context, child *orchestrate.ChildRun, req *ExecutionRequest, resp *ExecutionResponse, scope func(string) bool, progress func(registry.Progress)) {
+func (a *Agent) safeRun(ctx context.Context, child *orchestrate.ChildRun, req *ExecutionRequest, resp *ExecutionResponse, scope func(string) bool, progress func(registry.Progress), cont *loopState, results map[string]any) (h *registry.Handoff) {
 	defer func() {
 		if v := recover(); v != nil {
 			a.log.Error("agent panicked", "exec_id", child.ExecID(), "panic", v, "stack", string(debug.Stack()))
 			resp.Status, resp.Error = StatusError, &ResponseError{Code: orchestrate.CodePanic, Message: fmt.Sprint("internal error: ", v)}
+			h = nil
 		}
 	}()
-	a.run(ctx, child, req, resp, scope, progress)
+	return a.run(ctx, child, req, resp, scope, progress, cont, results)
+}
+
+// handoffResult is the result of an agent whose loop waits for the
+// client: the response so far, and the handoff its caller pauses with.
+func handoffResult(resp *ExecutionResponse, h *registry.Handoff) *registry.Result {
+	tools := make([]string, len(h.Calls))
+	for i, c := range h.Calls {
+		tools[i] = c.Tool
+	}
+	resp.Result.Text = fmt.Sprintf("agent %s waits for the client to run %s", resp.Metadata.Agent, strings.Join(tools, ", "))
+	r := result(resp)
+	r.Handoff = h
+	return r
 }
 
 // result turns a response into the tool's result.
@@ -307,23 +364,35 @@ func result(resp *ExecutionResponse) *registry.Result {
 	return r
 }
 
-// run runs the agent's loop for req and fills resp.
-func (a *Agent) run(ctx context.Context, child *orchestrate.ChildRun, req *ExecutionRequest, resp *ExecutionResponse, scope func(string) bool, progress func(registry.Progress)) {
+// run runs the agent's loop for req and fills resp; with cont it goes on
+// with the paused loop, the client's results in results. A loop that
+// hands calls to the client returns the handoff, and resp is not final.
+func (a *Agent) run(ctx context.Context, child *orchestrate.ChildRun, req *ExecutionRequest, resp *ExecutionResponse, scope func(string) bool, progress func(registry.Progress), cont *loopState, results map[string]any) *registry.Handoff {
 	fail := func(code, msg string) {
 		resp.Status, resp.Error = StatusError, &ResponseError{Code: code, Message: msg}
 	}
 	model, err := a.modelFor(ctx)
 	if err != nil {
 		fail(CodeModelError, fmt.Sprintf("agent %s has no model: %v; set agents.%s.model, or configure a planner model (the planner block, or the tenant's)", a.Name, err, a.Name))
-		return
+		return nil
 	}
 	resp.Metadata.Model = model.Name()
 	user, err := a.userMessage(req)
 	if err != nil {
 		fail(CodeInvalidInput, err.Error())
-		return
+		return nil
 	}
 	allowed := a.allowedTools(scope)
+	side := a.clientSide(ctx)
+	if side.cs != nil {
+		// The client tools of the run that called the agent, as its
+		// tools allow.
+		for _, t := range side.cs.Tools {
+			if a.allows(t.Name) && (scope == nil || scope(t.Name)) && !slices.ContainsFunc(allowed, func(x registry.Tool) bool { return x.Name == t.Name }) {
+				allowed = append(allowed, t)
+			}
+		}
+	}
 	byName := map[string]registry.Tool{}
 	defs := make([]llm.ToolDef, 0, len(allowed))
 	for _, t := range allowed {
@@ -360,10 +429,38 @@ func (a *Agent) run(ctx context.Context, child *orchestrate.ChildRun, req *Execu
 			if progress != nil {
 				progress(registry.Progress{Progress: float64(calls), Message: fmt.Sprintf("agent %s: calling %s", a.Name, tc.Name)})
 			}
+			if tc.Name == orchestrate.AskUserTool && side.elicits() {
+				if _, ok := byName[tc.Name]; ok {
+					return a.askUser(ctx, child, side.cs.Elicit, tc)
+				}
+			}
 			return a.callTool(ctx, child, byName, names, tc, tl)
 		},
 	}
-	out := loop.Run(ctx, []llm.Message{{Role: llm.RoleUser, Content: user}})
+	loop.Handoff = a.handoffFunc(child, byName, side)
+	var out *toolloop.Result
+	if cont != nil {
+		if cont.RemainingMS > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, time.Duration(cont.RemainingMS)*time.Millisecond)
+			defer cancel()
+		}
+		var err error
+		if out, err = loop.Resume(ctx, &cont.Loop, clientResults(child, &cont.Loop, results)); err != nil {
+			fail(CodeInvalidInput, fmt.Sprintf("agent %s: %v", a.Name, err))
+			return nil
+		}
+	} else {
+		out = loop.Run(ctx, []llm.Message{{Role: llm.RoleUser, Content: user}})
+	}
+	if out.Paused != nil {
+		h, err := a.handoff(ctx, child, resp, out.Paused)
+		if err != nil {
+			fail(CodeModelError, err.Error())
+			return nil
+		}
+		return h
+	}
 	if e := out.Err; e != nil {
 		code := e.Code
 		if code == toolloop.CodeModelError && ctx.Err() == context.DeadlineExceeded {
@@ -375,12 +472,12 @@ func (a *Agent) run(ctx context.Context, child *orchestrate.ChildRun, req *Execu
 			// the answer it has.
 			resp.Status, resp.Result.Text = StatusPartial, tl.summary(a.Name, code)
 		}
-		return
+		return nil
 	}
 	resp.Result.Text = out.Answer
 	defer tl.settle(a.Name, resp)
 	if a.data == nil {
-		return
+		return nil
 	}
 	data, verr := a.parseOutput(out.Answer)
 	if verr != nil {
@@ -395,15 +492,16 @@ func (a *Agent) run(ctx context.Context, child *orchestrate.ChildRun, req *Execu
 				code = orchestrate.CodeLimitExceeded
 			}
 			fail(code, fmt.Sprintf("agent %s: repairing its answer: %v", a.Name, err))
-			return
+			return nil
 		}
 		resp.Result.Text = strings.TrimSpace(again.Text)
 		if data, verr = a.parseOutput(again.Text); verr != nil {
 			fail(CodeInvalidOutput, fmt.Sprintf("agent %s: its answer does not match its output_schema, even after a repair: %v", a.Name, verr))
-			return
+			return nil
 		}
 	}
 	resp.Result.Data = data
+	return nil
 }
 
 // generate makes one model call of the agent and records it as a step.

@@ -25,6 +25,8 @@ type ChildRun struct {
 	plan  *Plan
 	steps []*StepRecord
 	calls int
+	// offset is how many steps it recorded before a handoff (ContinueChild).
+	offset int
 }
 
 // StartChild starts a child run of the run that encloses ctx (see
@@ -68,7 +70,7 @@ func (c *ChildRun) Record() string { return c.r.recordURI }
 // starts and ends at once with rec, whose ID, Index and Path are set here.
 func (c *ChildRun) Step(kind string, rec *StepRecord) {
 	c.mu.Lock()
-	n := len(c.steps)
+	n := c.offset + len(c.steps)
 	rec.ID, rec.Index, rec.Path = fmt.Sprintf("%s_%d", kind, n), n, fmt.Sprintf("steps[%d]", n)
 	rec.ExecID = c.r.e.opts.NewID()
 	c.steps = append(c.steps, rec)
@@ -83,7 +85,7 @@ func (c *ChildRun) Step(kind string, rec *StepRecord) {
 // step's record; a failed call has its Error set.
 func (c *ChildRun) Call(ctx context.Context, name string, args map[string]any) *StepRecord {
 	c.mu.Lock()
-	n := len(c.steps)
+	n := c.offset + len(c.steps)
 	id := fmt.Sprintf("call_%d", c.calls)
 	c.calls++
 	now := time.Now()

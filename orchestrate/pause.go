@@ -2,8 +2,10 @@ package orchestrate
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -73,10 +75,25 @@ type ResumeRequest struct {
 type PendingCall struct {
 	// CallID names this call; a result for a call that is no longer
 	// pending is refused.
-	CallID    string         `json:"call_id"`
-	Step      string         `json:"step"`
+	CallID string `json:"call_id"`
+	Step   string `json:"step"`
+	// Agent, for a call of an agent's tool loop (or of another tool that
+	// runs one), names the tool of Step that made it: the loop waits for
+	// it, and goes on with its result.
+	Agent     string         `json:"agent,omitempty"`
 	Tool      string         `json:"tool"`
 	Arguments map[string]any `json:"arguments"`
+}
+
+// LoopPause is the paused tool loop of a step (an agent's), kept with the
+// run's pause: the loop's state, and which of its calls each pending call
+// is.
+type LoopPause struct {
+	// State is the loop's state (registry.Handoff.State).
+	State json.RawMessage `json:"state"`
+	// Calls maps the ids of the step's pending calls to the loop's ids of
+	// them.
+	Calls map[string]string `json:"calls"`
 }
 
 // ResumeHint says how to continue a paused run.
@@ -102,6 +119,43 @@ type pauseState struct {
 	reuse   map[string]*StepRecord // the records of steps that ended before a resume, by id
 	resumed bool                   // the run was taken up again: no RunStarted
 	pending []*PendingCall         // guarded by run.mu
+	// loops are the tool loops of steps that paused this run, by step id
+	// (guarded by run.mu); continues are those a resume takes up, with
+	// the client's results.
+	loops     map[string]*LoopPause
+	continues map[string]*registry.Continuation
+}
+
+// handoff makes step s, whose tool's loop asked for client-final calls,
+// wait for the client: one pending call each, and the loop's state kept
+// with the pause, counted against the run's bytes like an output. In a
+// run that cannot pause (a tool loop's call) the step fails.
+func (r *run) handoff(s *Step, h *registry.Handoff) {
+	if r.req.NoPause {
+		tools := make([]string, len(h.Calls))
+		for i, c := range h.Calls {
+			tools[i] = c.Tool
+		}
+		r.end(s, StatusFailed, nil, &Error{Code: CodeClientInLoop, Message: fmt.Sprintf("%s waits for the client to run %s, and a tool loop cannot pause for it; call %s from a plan step instead", s.Tool, strings.Join(tools, ", "), s.Tool)})
+		return
+	}
+	if fail := r.bytes.charge(s.ID, int64(len(h.State))); fail != nil {
+		r.end(s, StatusFailed, nil, fail)
+		return
+	}
+	lp := &LoopPause{State: h.State, Calls: map[string]string{}}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, c := range h.Calls {
+		id := r.e.opts.NewID()
+		lp.Calls[id] = c.ID
+		r.ps.pending = append(r.ps.pending, &PendingCall{CallID: id, Step: s.ID, Agent: s.Tool, Tool: c.Tool, Arguments: c.Arguments})
+	}
+	if r.ps.loops == nil {
+		r.ps.loops = map[string]*LoopPause{}
+	}
+	r.ps.loops[s.ID] = lp
+	r.records[s].Status = StatusAwaitingClient
 }
 
 // clientCall handles step s, whose tool only the client can finish: with
@@ -237,11 +291,12 @@ func (r *run) pause() *Envelope {
 	r.endStream()
 	r.mu.Lock()
 	pending := slices.Clone(r.ps.pending)
+	loops := maps.Clone(r.ps.loops)
 	r.mu.Unlock()
 	slices.SortFunc(pending, func(a, b *PendingCall) int { return r.order(a.Step) - r.order(b.Step) })
 	expires := time.Now().Add(r.e.lim.PauseTTL)
 	req := r.checkpointRequest()
-	if err := r.e.pauses.Pause(r.fireCtx, r.execID, req, pending, expires); err != nil {
+	if err := r.e.pauses.Pause(r.fireCtx, r.execID, req, pending, loops, expires); err != nil {
 		// A pause that cannot be kept cannot be resumed: the run fails.
 		r.e.log.Error("keeping a paused run", "exec_id", r.execID, "err", err)
 		r.addError(&Error{Code: CodePauseExpired, Message: "the paused run could not be kept, so it cannot be resumed: " + err.Error()})
@@ -338,9 +393,7 @@ func joinAnd(s []string) string {
 
 // clientFinal reports whether the client finishes tool t: a client tool,
 // a tool marked client-final, ask_user.
-func (r *run) clientFinal(t registry.Tool) bool {
-	return t.Mode == registry.ClientFinal || r.e.opts.ClientFinal != nil && r.e.opts.ClientFinal(t.Name)
-}
+func (r *run) clientFinal(t registry.Tool) bool { return r.e.ClientFinal(t) }
 
 // mayPause reports whether step s, a tool step, may wait for the client:
 // its tool is client-final, and it is not ask_user with elicitation.

@@ -224,6 +224,7 @@ func (r *run) run(ctx context.Context, planner PlanFunc) (env *Envelope) {
 	pctx = toolcontext.WithDepth(pctx, r.depth+1)
 	pctx = toolcontext.WithExecID(pctx, r.execID)
 	pctx = toolcontext.WithBudget(pctx, r.budget)
+	pctx = r.withClientSide(pctx)
 	if !r.ps.resumed {
 		r.e.pauses.Keep(r.fireCtx, r.execID, r.checkpointRequest())
 	}

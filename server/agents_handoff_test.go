@@ -1,0 +1,114 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/orchestra-mcp/orchestra/agents"
+	"github.com/orchestra-mcp/orchestra/internal/fakeopenai"
+	"github.com/orchestra-mcp/orchestra/orchestrate"
+)
+
+// editorApply is the client tool of the handoff tests: the client applies
+// an edit in its editor.
+var editorApply = map[string]any{
+	"name": "editor_apply", "description": "Applies an edit in the user's editor.",
+	"input_schema": map[string]any{
+		"type":       "object",
+		"properties": map[string]any{"path": map[string]any{"type": "string"}, "text": map[string]any{"type": "string"}},
+		"required":   []any{"path", "text"},
+	},
+}
+
+// handoffModel is the coder agent's model: its first turn reads a.txt with
+// the filesystem server and, in the same turn, asks the client to apply
+// an edit (and once with malformed arguments, which is refused without
+// pausing); the next turn answers with what the client said.
+func handoffModel(t *testing.T, dir string) *fakeopenai.Server {
+	return fakeopenai.New(t, func(ctx context.Context, r *fakeopenai.Request) fakeopenai.Reply {
+		if len(r.ToolResults()) == 0 {
+			read := fakeopenai.Call("fs__read_text_file", `{"path": "`+filepath.Join(dir, "a.txt")+`"}`)
+			apply := fakeopenai.Call("editor_apply", `{"path": "a.txt", "text": "ALPHA"}`)
+			bad := fakeopenai.Call("editor_apply", `{"text": "no path"}`)
+			return fakeopenai.Reply{ToolCalls: append(append(read.ToolCalls, apply.ToolCalls...), bad.ToolCalls...)}
+		}
+		return fakeopenai.Text("edited; the client said " + strings.Join(r.ToolResults(), " | "))
+	})
+}
+
+// TestAgentHandsOffToClient: an agent step's model reads a file with the
+// real filesystem server and asks for the client tool editor_apply in the
+// same turn. The read runs, a malformed editor_apply is refused to the
+// model, and the run pauses with the well-formed call, named by its agent
+// step and agent. The resume brings the client's result: the model's next
+// request carries it as a tool message (with the read's result, run
+// once), the agent answers, and the plan's next step uses the answer. The
+// fake saw each turn once.
+func TestAgentHandsOffToClient(t *testing.T) {
+	dir := writeFiles(t, map[string]string{"a.txt": "alpha"})
+	fake := handoffModel(t, dir)
+	_, cs := agentsApp(t, fake.URL(), dir, map[string]agents.Config{
+		"coder": {Description: "Edits files.", Instructions: "You are coder.", Tools: []string{"fs__read_text_file", "editor_*"}},
+	}, nil)
+
+	args := plan(
+		map[string]any{"id": "edit", "agent": "coder", "prompt": "Uppercase a.txt"},
+		map[string]any{"id": "report", "tool": "render", "arguments": map[string]any{"template": "report: {{.a}}", "values": map[string]any{"a": "$edit.output.result.text"}}},
+	)
+	args["client_tools"] = []any{editorApply}
+	_, env := runPlan(t, cs, args)
+	a := env.Artifact
+	if a.Status != orchestrate.StatusAwaitingClient || len(a.Pending) != 1 || a.Resume == nil {
+		t.Fatalf("status %s, pending %+v, errors %v", a.Status, a.Pending, a.Errors)
+	}
+	p := a.Pending[0]
+	if p.Step != "edit" || p.Agent != agents.ToolName("coder") || p.Tool != "editor_apply" || p.Arguments["path"] != "a.txt" || p.Arguments["text"] != "ALPHA" || p.CallID == "" {
+		t.Errorf("pending call %+v", p)
+	}
+	if n := len(fake.Requests()); n != 1 {
+		t.Fatalf("the model was asked %d times before the pause; want 1", n)
+	}
+	if a.Steps[0].Status != orchestrate.StatusAwaitingClient || a.Steps[1].Status == orchestrate.StatusSuccess {
+		t.Errorf("steps: edit %s, report %s", a.Steps[0].Status, a.Steps[1].Status)
+	}
+
+	_, env = runPlan(t, cs, map[string]any{"resume": map[string]any{"exec_id": a.Resume.ExecID, "results": map[string]any{p.CallID: map[string]any{"applied": true}}}})
+	a = env.Artifact
+	if a.Status != orchestrate.StatusSuccess {
+		t.Fatalf("after the resume: status %s, errors %v, validation %v", a.Status, a.Errors, a.ValidationErrors)
+	}
+	reqs := fake.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("the model was asked %d times in all; want 2 (each turn once)", len(reqs))
+	}
+	results := reqs[1].ToolResults()
+	if len(results) != 3 || !strings.Contains(results[0], "alpha") || results[1] != `{"applied":true}` || !strings.Contains(results[2], "not sent to the client") {
+		t.Errorf("the tool messages of the model's second turn: %q", results)
+	}
+	out := agentOutput(t, a.Steps[0])
+	if out.Status != agents.StatusSuccess || !strings.HasPrefix(out.Result.Text, "edited; the client said") || out.Metadata.ModelCalls != 2 {
+		t.Errorf("the agent's answer: %+v", out)
+	}
+	if got, _ := a.Steps[1].Output.(map[string]any)["text"].(string); !strings.HasPrefix(got, "report: edited;") {
+		t.Errorf("the next step's output: %q", got)
+	}
+	// The agent's child run went on after the pause: one read, its model
+	// turns and the client's call, each recorded once.
+	rec := readExecution(t, cs, out.Metadata.ExecID)
+	var steps []string
+	for _, s := range rec.Records {
+		steps = append(steps, s.StepID+" "+s.Tool+" "+s.Status)
+	}
+	want := []string{"model_0 openai:fake-model success", "call_0 fs__read_text_file success", "refused_2 editor_apply failed", "client_3 editor_apply success", "model_4 openai:fake-model success"}
+	if !slices.Equal(steps, want) || rec.Status != "success" {
+		t.Errorf("the agent's record: %s, steps %v; want %v", rec.Status, steps, want)
+	}
+	data, _ := json.Marshal(rec)
+	if strings.Count(string(data), `"fs__read_text_file"`) < 1 {
+		t.Errorf("record %s", data)
+	}
+}
