@@ -277,20 +277,10 @@ func (a *Agent) call(ctx context.Context, cr *registry.CallRequest) (*registry.R
 	} else {
 		resp.Status, resp.Error = StatusError, &ResponseError{Code: CodeInvalidInput, Message: err.Error()}
 	}
-	if handoff != nil {
-		if _, ok := orchestrate.ClientSideFrom(ctx); ok && ctx.Err() == nil {
-			// The caller's run pauses for the client; the child run goes
-			// on when it resumes.
-			resp.Metadata.DurationMS = time.Since(start).Milliseconds()
-			r := handoffResult(resp, handoff)
+	if handoff != nil && ctx.Err() == nil {
+		if r, ok := a.pause(ctx, child, cr, resp, handoff, start); ok {
 			return r, nil
 		}
-		tools := make([]string, len(handoff.Calls))
-		for i, c := range handoff.Calls {
-			tools[i] = c.Tool
-		}
-		resp.Status, resp.Error = StatusError, &ResponseError{Code: orchestrate.CodeClientInLoop,
-			Message: fmt.Sprintf("agent %s asked for %s, which the client runs, and its caller cannot pause for the client; call agent %s from a plan step (agent_orchestrate), whose run pauses and resumes", a.Name, strings.Join(tools, ", "), a.Name)}
 	}
 	resp.Metadata.DurationMS = time.Since(start).Milliseconds()
 	status := orchestrate.StatusSuccess
@@ -326,17 +316,38 @@ func (a *Agent) safeRun(ctx context.Context, child *orchestrate.ChildRun, req *E
 	return a.run(ctx, child, req, resp, scope, progress, cont, results)
 }
 
-// handoffResult is the result of an agent whose loop waits for the
-// client: the response so far, and the handoff its caller pauses with.
-func handoffResult(resp *ExecutionResponse, h *registry.Handoff) *registry.Result {
+// pause ends a call whose loop handed calls to the client: the run that
+// called the agent pauses (the result carries the handoff), or, called
+// directly, the agent's own run pauses and answers awaiting_client with
+// the pending calls and how to resume. ok false means it cannot pause
+// (it runs inside another loop), and resp says why.
+func (a *Agent) pause(ctx context.Context, child *orchestrate.ChildRun, cr *registry.CallRequest, resp *ExecutionResponse, h *registry.Handoff, start time.Time) (*registry.Result, bool) {
 	tools := make([]string, len(h.Calls))
 	for i, c := range h.Calls {
 		tools[i] = c.Tool
 	}
-	resp.Result.Text = fmt.Sprintf("agent %s waits for the client to run %s", resp.Metadata.Agent, strings.Join(tools, ", "))
-	r := result(resp)
-	r.Handoff = h
-	return r
+	waits := fmt.Sprintf("agent %s waits for the client to run %s", a.Name, strings.Join(tools, ", "))
+	if _, ok := orchestrate.ClientSideFrom(ctx); ok {
+		resp.Metadata.DurationMS = time.Since(start).Milliseconds()
+		resp.Result.Text = waits
+		r := result(resp)
+		r.Handoff = h
+		return r, true
+	}
+	if _, inRun := toolcontext.ExecID(ctx); inRun {
+		resp.Status, resp.Error = StatusError, &ResponseError{Code: orchestrate.CodeClientInLoop,
+			Message: fmt.Sprintf("agent %s asked for %s, which the client runs, and it runs inside a tool loop that cannot pause for the client; call agent %s from a plan step (agent_orchestrate) or directly", a.Name, strings.Join(tools, ", "), a.Name)}
+		return nil, false
+	}
+	pending, hint, err := child.Pause(ctx, ToolName(a.Name), cr.Arguments, h)
+	if err != nil {
+		resp.Status, resp.Error = StatusError, &ResponseError{Code: orchestrate.CodePauseExpired, Message: fmt.Sprintf("%s, and the pause could not be kept: %v", waits, err)}
+		return nil, false
+	}
+	resp.Status, resp.Pending, resp.Resume = StatusAwaitingClient, pending, hint
+	resp.Metadata.DurationMS = time.Since(start).Milliseconds()
+	resp.Result.Text = waits + "; " + hint.How
+	return result(resp), true
 }
 
 // result turns a response into the tool's result.

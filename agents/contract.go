@@ -7,6 +7,8 @@ import (
 	"slices"
 
 	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/orchestra-mcp/orchestra/orchestrate"
 )
 
 // ExecutionRequest is what an agent is asked: the input of its tool.
@@ -30,6 +32,9 @@ const (
 	StatusSuccess = "success"
 	StatusError   = "error"
 	StatusPartial = "partial"
+	// StatusAwaitingClient: the agent, called directly, waits for the
+	// client to run the calls in pending; resume says how to go on.
+	StatusAwaitingClient = orchestrate.StatusAwaitingClient
 )
 
 // Error codes of an [ExecutionResponse].
@@ -49,6 +54,11 @@ type ExecutionResponse struct {
 	Result    Result         `json:"result"`
 	Error     *ResponseError `json:"error"`
 	Metadata  Metadata       `json:"metadata"`
+	// Pending and Resume are set with status awaiting_client, as in an
+	// orchestration's envelope: the calls the client runs, and how to go
+	// on with their results.
+	Pending []*orchestrate.PendingCall `json:"pending,omitempty"`
+	Resume  *orchestrate.ResumeHint    `json:"resume,omitempty"`
 }
 
 // Result is an agent's answer: its text, and with an output_schema the
@@ -149,8 +159,21 @@ func outputSchema(data *jsonschema.Schema) *jsonschema.Schema {
 		Type: "object",
 		Properties: map[string]*jsonschema.Schema{
 			"request_id": str(),
-			"status":     {Type: "string", Enum: []any{StatusSuccess, StatusError, StatusPartial}},
-			"result":     result,
+			"status":     {Type: "string", Enum: []any{StatusSuccess, StatusError, StatusPartial, StatusAwaitingClient}},
+			"pending": {Type: "array", Description: "With status awaiting_client: the calls the client runs before the agent goes on.", Items: &jsonschema.Schema{
+				Type: "object",
+				Properties: map[string]*jsonschema.Schema{
+					"call_id": str(), "step": str(), "agent": str(), "tool": str(), "arguments": {Type: "object"},
+				},
+				Required: []string{"call_id", "step", "tool", "arguments"},
+			}},
+			"resume": {
+				Type:        "object",
+				Description: "With status awaiting_client: how to go on (agent_orchestrate's resume, or orchestra resume).",
+				Properties:  map[string]*jsonschema.Schema{"exec_id": str(), "expires_at": str(), "how": str()},
+				Required:    []string{"exec_id", "how"},
+			},
+			"result": result,
 			"error": {
 				Types:      []string{"object", "null"},
 				Properties: map[string]*jsonschema.Schema{"code": str(), "message": str()},

@@ -27,6 +27,9 @@ type ChildRun struct {
 	calls int
 	// offset is how many steps it recorded before a handoff (ContinueChild).
 	offset int
+	// inline: it goes on inside the resumed run of its own pause, which
+	// begins and ends the run (ContinueChild).
+	inline bool
 }
 
 // StartChild starts a child run of the run that encloses ctx (see

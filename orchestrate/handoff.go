@@ -2,6 +2,10 @@ package orchestrate
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
 
 	"github.com/orchestra-mcp/orchestra/budget"
 	"github.com/orchestra-mcp/orchestra/registry"
@@ -58,6 +62,57 @@ func (r *run) withClientSide(ctx context.Context) context.Context {
 	return context.WithValue(ctx, clientSideKey{}, cs)
 }
 
+// loopPending makes the pending calls of step, whose tool's loop handed
+// h to the client, and the loop's pause.
+func (e *Engine) loopPending(step, tool string, h *registry.Handoff) ([]*PendingCall, *LoopPause) {
+	lp := &LoopPause{State: h.State, Calls: map[string]string{}}
+	pending := make([]*PendingCall, 0, len(h.Calls))
+	for _, c := range h.Calls {
+		id := e.opts.NewID()
+		lp.Calls[id] = c.ID
+		pending = append(pending, &PendingCall{CallID: id, Step: step, Agent: tool, Tool: c.Tool, Arguments: c.Arguments})
+	}
+	return pending, lp
+}
+
+// LoopStep is the id of the step of a paused child run, in its pause's
+// one-step plan.
+const LoopStep = "agent"
+
+// Pause pauses the child run, whose loop handed h to the client when it
+// ran for the call of tool with args that no run can pause for (the tool
+// called directly): the run is kept as a one-step plan of that call,
+// with the loop's state, until a resume (agent_orchestrate's, orchestra
+// resume) brings the client's results, or its pause expires. The state
+// counts against the run's bytes. It returns the pending calls and how
+// to resume; when it fails, the child run is still to be finished.
+func (c *ChildRun) Pause(ctx context.Context, tool string, args map[string]any, h *registry.Handoff) ([]*PendingCall, *ResumeHint, error) {
+	r := c.r
+	if fail := r.bytes.charge(LoopStep, int64(len(h.State))); fail != nil {
+		return nil, nil, errors.New(fail.Message)
+	}
+	doc, err := json.Marshal(map[string]any{"steps": []any{map[string]any{"id": LoopStep, "tool": tool, "arguments": args}}})
+	if err != nil {
+		return nil, nil, fmt.Errorf("keeping the call of %s: %w", tool, err)
+	}
+	plan, issues := DecodePlan(doc)
+	if len(issues) > 0 {
+		return nil, nil, fmt.Errorf("keeping the call of %s: %s", tool, IssueText(issues))
+	}
+	pending, lp := r.e.loopPending(LoopStep, tool, h)
+	expires := time.Now().Add(r.e.lim.PauseTTL)
+	if err := r.e.pauses.Pause(ctx, r.execID, &Request{Plan: plan}, pending, map[string]*LoopPause{LoopStep: lp}, expires); err != nil {
+		return nil, nil, fmt.Errorf("keeping the paused run %s: %w", r.execID, err)
+	}
+	r.m.Release() // the run is kept, not running: Finish is not called
+	hint := &ResumeHint{
+		ExecID:    r.execID,
+		ExpiresAt: expires.UTC().Format(time.RFC3339),
+		How:       `call agent_orchestrate with {"resume": {"exec_id": "` + r.execID + `", "results": {"<call_id>": <output> | {"error": "..."}}}}`,
+	}
+	return pending, hint, nil
+}
+
 // ClientFinal reports whether the client finishes catalog tool t: it is
 // client-final (ask_user), or the configuration marks it so.
 func (e *Engine) ClientFinal(t registry.Tool) bool {
@@ -89,6 +144,13 @@ func (e *Engine) ContinueChild(ctx context.Context, source, execID string, steps
 	quiet := *e
 	quiet.hooks = noHooks
 	c := &ChildRun{r: r, quiet: &quiet, plan: plan, offset: steps, calls: calls}
+	if id, _ := toolcontext.ExecID(ctx); id == execID {
+		// The child run paused itself (an agent called directly), and
+		// its resume runs under its exec id: the steps are that run's,
+		// and it begins and ends them.
+		c.inline = true
+		r.hooks = &Hooks{StepStarted: r.hooks.StepStarted, StepEnded: r.hooks.StepEnded}
+	}
 	callHook(r, "RunResumed", r.hooks.RunResumed, RunResumedInfo{Run: r.info, At: r.started})
 	ctx = toolcontext.WithExecID(ctx, r.execID)
 	return c, toolcontext.WithBudget(ctx, r.budget), nil

@@ -143,14 +143,10 @@ func (r *run) handoff(s *Step, h *registry.Handoff) {
 		r.end(s, StatusFailed, nil, fail)
 		return
 	}
-	lp := &LoopPause{State: h.State, Calls: map[string]string{}}
+	pending, lp := r.e.loopPending(s.ID, s.Tool, h)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, c := range h.Calls {
-		id := r.e.opts.NewID()
-		lp.Calls[id] = c.ID
-		r.ps.pending = append(r.ps.pending, &PendingCall{CallID: id, Step: s.ID, Agent: s.Tool, Tool: c.Tool, Arguments: c.Arguments})
-	}
+	r.ps.pending = append(r.ps.pending, pending...)
 	if r.ps.loops == nil {
 		r.ps.loops = map[string]*LoopPause{}
 	}

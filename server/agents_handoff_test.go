@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/orchestra-mcp/orchestra/agents"
 	"github.com/orchestra-mcp/orchestra/internal/fakeopenai"
 	"github.com/orchestra-mcp/orchestra/orchestrate"
@@ -110,5 +113,77 @@ func TestAgentHandsOffToClient(t *testing.T) {
 	data, _ := json.Marshal(rec)
 	if strings.Count(string(data), `"fs__read_text_file"`) < 1 {
 		t.Errorf("record %s", data)
+	}
+}
+
+// TestAgentDirectHandoff: an exposed agent called directly asks for
+// ask_user, and the client has no elicitation: the call answers
+// awaiting_client with the pending call and the exec id to resume, its
+// structuredContent valid against the tool's outputSchema. The resume
+// (agent_orchestrate's) goes on with the user's answer: the model's next
+// turn reads it, and the agent answers.
+func TestAgentDirectHandoff(t *testing.T) {
+	fake := fakeopenai.New(t, func(ctx context.Context, r *fakeopenai.Request) fakeopenai.Reply {
+		if len(r.ToolResults()) == 0 {
+			return fakeopenai.Call("ask_user", `{"message": "Which file?"}`)
+		}
+		return fakeopenai.Text("the user chose " + r.ToolResults()[0])
+	})
+	_, cs := agentsApp(t, fake.URL(), t.TempDir(), map[string]agents.Config{
+		"asker": {Description: "Asks.", Instructions: "You are asker.", Tools: []string{"ask_user"}, Expose: true},
+	}, nil)
+	var schema *jsonschema.Schema
+	for tool, err := range cs.Tools(t.Context(), nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tool.Name == agents.ToolName("asker") {
+			data, _ := json.Marshal(tool.OutputSchema)
+			schema = &jsonschema.Schema{}
+			if err := json.Unmarshal(data, schema); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if schema == nil {
+		t.Fatal("agent__asker is not listed")
+	}
+	rs, err := schema.Resolve(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: agents.ToolName("asker"), Arguments: map[string]any{"user_query": "pick a file", "request_id": "r1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := json.Marshal(res.StructuredContent)
+	var sc any
+	_ = json.Unmarshal(data, &sc)
+	if err := rs.Validate(sc); err != nil {
+		t.Errorf("the structuredContent does not match the outputSchema: %v\n%s", err, data)
+	}
+	var out agents.ExecutionResponse
+	if err := json.Unmarshal(data, &out); err != nil {
+		t.Fatal(err)
+	}
+	if res.IsError || out.Status != agents.StatusAwaitingClient || len(out.Pending) != 1 || out.Resume == nil || out.Resume.ExecID != out.Metadata.ExecID || out.RequestID != "r1" {
+		t.Fatalf("the direct call's answer: %s", data)
+	}
+	p := out.Pending[0]
+	if p.Tool != "ask_user" || p.Agent != agents.ToolName("asker") || p.Arguments["message"] != "Which file?" {
+		t.Errorf("pending %+v", p)
+	}
+	answer := map[string]any{"action": "accept", "content": map[string]any{"file": "a.txt"}}
+	_, env := runPlan(t, cs, map[string]any{"resume": map[string]any{"exec_id": out.Resume.ExecID, "results": map[string]any{p.CallID: answer}}})
+	a := env.Artifact
+	if a.Status != orchestrate.StatusSuccess || len(a.Steps) != 1 || env.Metadata.ExecID != out.Resume.ExecID {
+		t.Fatalf("the resume: status %s, steps %d, errors %v, validation %v", a.Status, len(a.Steps), a.Errors, a.ValidationErrors)
+	}
+	final := agentOutput(t, a.Steps[0])
+	if final.Status != agents.StatusSuccess || !strings.Contains(final.Result.Text, `the user chose {"action":"accept","content":{"file":"a.txt"}}`) || final.Metadata.ModelCalls != 2 {
+		t.Errorf("the agent's answer after the resume: %+v", final)
+	}
+	if n := len(fake.Requests()); n != 2 {
+		t.Errorf("the model was asked %d times; want 2", n)
 	}
 }
