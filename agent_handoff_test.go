@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/orchestra-mcp/orchestra/internal/fakeopenai"
+	"github.com/orchestra-mcp/orchestra/store"
+)
+
+// TestTSClientAgentHandoff: the TypeScript SDK client calls a plan whose
+// agent step (its model a local fake that counts requests) reads a file
+// with server-filesystem from npm and asks for the client tool
+// editor_apply: the run pauses with that call, the client resumes with a
+// result, the model's next request carries it as a tool message, and the
+// plan's next step uses the agent's answer (testdata/clients/
+// agent_handoff.mjs). "kill" kills orchestra with SIGKILL between the
+// pause and the resume and resumes through a new process. Either way the
+// fake saw each turn once and the filesystem server one read.
+func TestTSClientAgentHandoff(t *testing.T) {
+	node, err := exec.LookPath("node")
+	clients, _ := filepath.Abs(filepath.Join("testdata", "clients"))
+	fs, _ := filepath.Abs(filepath.Join("testdata", "npm", "node_modules", "@modelcontextprotocol", "server-filesystem", "dist", "index.js"))
+	_, cerr := os.Stat(filepath.Join(clients, "node_modules", "@modelcontextprotocol", "sdk"))
+	_, ferr := os.Stat(fs)
+	if err != nil || cerr != nil || ferr != nil {
+		if os.Getenv("ORCHESTRA_REQUIRE_NPM") != "" {
+			t.Fatal("the TypeScript clients or the npm servers are not installed: run `npm ci` in testdata/clients and testdata/npm")
+		}
+		t.Skip("the TypeScript clients or the npm servers are not installed")
+	}
+	for _, mode := range []string{"same", "kill"} {
+		t.Run(mode, func(t *testing.T) {
+			dir := t.TempDir()
+			dir, _ = filepath.EvalSymlinks(dir)
+			if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte("alpha"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			fake := fakeopenai.New(t, func(ctx context.Context, r *fakeopenai.Request) fakeopenai.Reply {
+				if len(r.ToolResults()) == 0 {
+					read := fakeopenai.Call("fs__read_text_file", `{"path": "`+filepath.Join(dir, "a.txt")+`"}`)
+					apply := fakeopenai.Call("editor_apply", `{"path": "a.txt", "text": "ALPHA"}`)
+					return fakeopenai.Reply{ToolCalls: append(read.ToolCalls, apply.ToolCalls...)}
+				}
+				return fakeopenai.Text("edited; the client said " + strings.Join(r.ToolResults(), " | "))
+			})
+			cfg := filepath.Join(dir, "orchestra.yaml")
+			yaml := "planner:\n  provider: openai\n  model: fake-model\n  base_url: " + fake.URL() + "\n  max_retries: -1\n" +
+				"mcpServers:\n  fs:\n    command: " + node + "\n    args: [" + fs + ", " + dir + "]\n" +
+				"agents:\n  coder:\n    description: Edits files.\n    instructions: You are coder.\n    tools: [fs__read_text_file, editor_*]\n"
+			if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			db := filepath.Join(dir, "orchestra.db")
+			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+			defer cancel()
+			target, _ := json.Marshal([]string{orchestraBin, "serve", "--config", cfg, "--store", db})
+			cmd := exec.CommandContext(ctx, node, filepath.Join(clients, "agent_handoff.mjs"), string(target), mode, dir)
+			cmd.Dir = clients
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("node: %v\n%s", err, out)
+			}
+			var r struct {
+				OK     bool     `json:"ok"`
+				Checks []string `json:"checks"`
+				Error  string   `json:"error"`
+			}
+			if err := json.Unmarshal(out, &r); err != nil || !r.OK {
+				t.Fatalf("%s", out)
+			}
+			for _, c := range r.Checks {
+				t.Log(c)
+			}
+			reqs := fake.Requests()
+			if len(reqs) != 2 {
+				t.Fatalf("the model was asked %d times; want 2 (each turn once)", len(reqs))
+			}
+			if res := reqs[1].ToolResults(); len(res) != 2 || !strings.Contains(res[0], "alpha") || res[1] != `{"applied":true}` {
+				t.Errorf("the tool messages of the second turn: %q", res)
+			}
+			st, err := store.Open(t.Context(), db, store.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			runs, _, err := st.List(t.Context(), store.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			reads := 0
+			if len(runs) != 2 {
+				t.Errorf("%d runs recorded; want the plan's and its agent's", len(runs))
+			}
+			for _, run := range runs {
+				if run.Status != store.StatusSuccess {
+					t.Errorf("run %s (%s) is recorded %s; want success", run.ExecID, run.Tool, run.Status)
+				}
+				_, steps, err := st.Get(t.Context(), run.ExecID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, s := range steps {
+					if s.Tool == "fs__read_text_file" {
+						reads++
+					}
+				}
+			}
+			if reads != 1 {
+				t.Errorf("the filesystem server was called %d times in the records; want 1", reads)
+			}
+		})
+	}
+}
