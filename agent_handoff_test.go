@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -116,5 +118,45 @@ func TestTSClientAgentHandoff(t *testing.T) {
 				t.Errorf("the filesystem server was called %d times in the records; want 1", reads)
 			}
 		})
+	}
+}
+
+// TestHandoffExample runs the README's offline handoff example as a user
+// would: `orchestra run` pauses at the agent's editor_apply call, and
+// `orchestra resume ID --results FILE`, another invocation, goes on with
+// the agent's loop and finishes the plan.
+func TestHandoffExample(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "o.db")
+	cfg := "examples/agents/handoff/config.yaml"
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), []string{"run", "--config", cfg, "--store", db, "examples/agents/handoff/plan.json"}, strings.NewReader(""), &out, &errOut); code != exitOK {
+		t.Fatalf("orchestra run exited %d: %s\n%s", code, errOut.String(), out.String())
+	}
+	var env struct {
+		Artifact struct {
+			Status  string           `json:"status"`
+			Pending []map[string]any `json:"pending"`
+			Resume  struct {
+				ExecID string `json:"exec_id"`
+			} `json:"resume"`
+			Steps  []struct{ Output any } `json:"steps"`
+			Errors []map[string]any       `json:"errors"`
+		} `json:"artifact"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &env); err != nil || env.Artifact.Status != "awaiting_client" || len(env.Artifact.Pending) != 1 ||
+		env.Artifact.Pending[0]["tool"] != "editor_apply" || env.Artifact.Pending[0]["agent"] != "agent__editor" {
+		t.Fatalf("orchestra run: %s (%v)", out.String(), err)
+	}
+	if strings.Contains(errOut.String(), "FOREIGN KEY") {
+		t.Errorf("the run logged a failed record write:\n%s", errOut.String())
+	}
+	out.Reset()
+	errOut.Reset()
+	if code := run(context.Background(), []string{"resume", "--config", cfg, "--store", db, "--results", "examples/agents/handoff/results.json", env.Artifact.Resume.ExecID}, strings.NewReader(""), &out, &errOut); code != exitOK {
+		t.Fatalf("orchestra resume exited %d: %s\n%s", code, errOut.String(), out.String())
+	}
+	if err := json.Unmarshal(out.Bytes(), &env); err != nil || env.Artifact.Status != "success" || len(env.Artifact.Steps) != 2 ||
+		fmt.Sprint(env.Artifact.Steps[1].Output) != "map[text:editor: Retitled notes.md to RELEASE NOTES.]" {
+		t.Fatalf("orchestra resume: %s (%v)", out.String(), err)
 	}
 }

@@ -225,7 +225,7 @@ func (r *run) run(ctx context.Context, planner PlanFunc) (env *Envelope) {
 	pctx = toolcontext.WithExecID(pctx, r.execID)
 	pctx = toolcontext.WithBudget(pctx, r.budget)
 	pctx = r.withClientSide(pctx)
-	if !r.ps.resumed {
+	if !r.ps.resumed && !r.req.NoPause { // a tool loop's call is not a run of its own to resume
 		r.e.pauses.Keep(r.fireCtx, r.execID, r.checkpointRequest())
 	}
 	r.schedule(ctx, pctx)
