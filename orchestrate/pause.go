@@ -124,6 +124,29 @@ type pauseState struct {
 	// the client's results.
 	loops     map[string]*LoopPause
 	continues map[string]*registry.Continuation
+	// held are the paused loops a resume brought no results for, with
+	// their pending calls, by step id: they wait again as they were.
+	held        map[string]*LoopPause
+	heldPending map[string][]*PendingCall
+}
+
+// waitAgain makes step s wait for the client again when its tool loop
+// paused before and the resume brought none of its results: same calls,
+// same call ids, same state; the loop does not run again.
+func (r *run) waitAgain(s *Step) bool {
+	lp, ok := r.ps.held[s.ID]
+	if !ok {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ps.pending = append(r.ps.pending, r.ps.heldPending[s.ID]...)
+	if r.ps.loops == nil {
+		r.ps.loops = map[string]*LoopPause{}
+	}
+	r.ps.loops[s.ID] = lp
+	r.records[s].Status = StatusAwaitingClient
+	return true
 }
 
 // handoff makes step s, whose tool's loop asked for client-final calls,

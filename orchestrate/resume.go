@@ -64,6 +64,20 @@ func (e *Engine) Resume(ctx context.Context, req *Request) *Envelope {
 	}
 	r := e.resumedRun(ctx, cp)
 	r.ps.results, r.ps.continues = results, continues
+	for step, lp := range cp.Loops {
+		if _, goes := continues[step]; goes {
+			continue
+		}
+		if r.ps.held == nil {
+			r.ps.held, r.ps.heldPending = map[string]*LoopPause{}, map[string][]*PendingCall{}
+		}
+		r.ps.held[step] = lp
+		for _, p := range cp.Pending {
+			if p.Step == step {
+				r.ps.heldPending[step] = append(r.ps.heldPending[step], p)
+			}
+		}
+	}
 	callHook(r, "RunResumed", r.hooks.RunResumed, RunResumedInfo{Run: r.info, At: r.started})
 	return r.run(ctx, nil)
 }

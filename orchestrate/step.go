@@ -22,6 +22,9 @@ func (r *run) runLeaf(ctx context.Context, s *Step) {
 	r.mu.Lock()
 	r.records[s].Arguments = args
 	r.mu.Unlock()
+	if r.waitAgain(s) {
+		return
+	}
 	// A call started while the plan was written was counted as it
 	// started; any other is counted now.
 	if !r.stream.startedEarly(s, args) {

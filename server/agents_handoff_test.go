@@ -187,3 +187,69 @@ func TestAgentDirectHandoff(t *testing.T) {
 		t.Errorf("the model was asked %d times; want 2", n)
 	}
 }
+
+// TestParallelAgentsHandOffTogether: two agent steps of a parallel group
+// both ask for editor_apply: the run pauses once with both calls, the step
+// after the group waits, and one resume with both results lets both loops
+// go on: a resume with only one of them lets that one go on, and the
+// other waits again with the same call, its loop not run again.
+func TestParallelAgentsHandOffTogether(t *testing.T) {
+	fake := fakeopenai.New(t, func(ctx context.Context, r *fakeopenai.Request) fakeopenai.Reply {
+		who := "left"
+		if strings.Contains(r.System(), "right") {
+			who = "right"
+		}
+		if len(r.ToolResults()) == 0 {
+			return fakeopenai.Call("editor_apply", `{"path": "`+who+`.txt", "text": "x"}`)
+		}
+		return fakeopenai.Text(who + " got " + r.ToolResults()[0])
+	})
+	_, cs := agentsApp(t, fake.URL(), t.TempDir(), map[string]agents.Config{
+		"left":  {Description: "Left.", Instructions: "You are left.", Tools: []string{"editor_apply"}},
+		"right": {Description: "Right.", Instructions: "You are right.", Tools: []string{"editor_apply"}},
+	}, nil)
+	args := plan(
+		map[string]any{"id": "both", "parallel": []any{
+			map[string]any{"id": "l", "agent": "left", "prompt": "edit"},
+			map[string]any{"id": "r", "agent": "right", "prompt": "edit"},
+		}},
+		map[string]any{"id": "join", "tool": "render", "arguments": map[string]any{"template": "{{.l}} / {{.r}}", "values": map[string]any{"l": "$l.output.result.text", "r": "$r.output.result.text"}}},
+	)
+	args["client_tools"] = []any{editorApply}
+	_, env := runPlan(t, cs, args)
+	a := env.Artifact
+	if a.Status != orchestrate.StatusAwaitingClient || len(a.Pending) != 2 {
+		t.Fatalf("status %s, pending %+v, errors %v", a.Status, a.Pending, a.Errors)
+	}
+	if a.Steps[1].Status == orchestrate.StatusSuccess {
+		t.Errorf("the step after the group ran before the client's results: %s", a.Steps[1].Status)
+	}
+	ids := map[string]string{}
+	for _, p := range a.Pending {
+		ids[p.Step] = p.CallID
+	}
+	if ids["l"] == "" || ids["r"] == "" {
+		t.Fatalf("pending %+v; want one call of l and one of r", a.Pending)
+	}
+	id := a.Resume.ExecID
+	_, env = runPlan(t, cs, map[string]any{"resume": map[string]any{"exec_id": id, "results": map[string]any{ids["l"]: map[string]any{"applied": true}}}})
+	a = env.Artifact
+	if a.Status != orchestrate.StatusAwaitingClient || len(a.Pending) != 1 || a.Pending[0].CallID != ids["r"] || a.Pending[0].Step != "r" {
+		t.Fatalf("after l's result: status %s, pending %+v, errors %v, validation %v", a.Status, a.Pending, a.Errors, a.ValidationErrors)
+	}
+	if n := len(fake.Requests()); n != 3 {
+		t.Errorf("the model was asked %d times after l's result; want 3 (r's loop waits, not run again)", n)
+	}
+	_, env = runPlan(t, cs, map[string]any{"resume": map[string]any{"exec_id": id, "results": map[string]any{"r": map[string]any{"error": "the file is locked"}}}})
+	a = env.Artifact
+	if a.Status != orchestrate.StatusSuccess {
+		t.Fatalf("after the resume: status %s, errors %v, validation %v", a.Status, a.Errors, a.ValidationErrors)
+	}
+	got, _ := a.Steps[1].Output.(map[string]any)["text"].(string)
+	if got != `left got {"applied":true} / right got error: client_error: the file is locked` {
+		t.Errorf("join = %q", got)
+	}
+	if n := len(fake.Requests()); n != 4 {
+		t.Errorf("the model was asked %d times; want 4 (two turns of each agent)", n)
+	}
+}
