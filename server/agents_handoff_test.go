@@ -7,11 +7,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/orchestra-mcp/orchestra/agents"
+	"github.com/orchestra-mcp/orchestra/config"
 	"github.com/orchestra-mcp/orchestra/internal/fakeopenai"
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 )
@@ -252,4 +254,46 @@ func TestParallelAgentsHandOffTogether(t *testing.T) {
 	if n := len(fake.Requests()); n != 4 {
 		t.Errorf("the model was asked %d times; want 4 (two turns of each agent)", n)
 	}
+}
+
+// TestAgentHandoffBounds: a paused loop's state counts against
+// limits.max_run_bytes (over it, the agent step fails too_large rather than
+// pausing), and it expires with limits.pause_ttl: a late resume fails
+// pause_expired and the loop's model is not asked again.
+func TestAgentHandoffBounds(t *testing.T) {
+	apply := func(ctx context.Context, r *fakeopenai.Request) fakeopenai.Reply {
+		if len(r.ToolResults()) == 0 {
+			return fakeopenai.Call("editor_apply", `{"path": "a.txt", "text": "`+strings.Repeat("x", 2000)+`"}`)
+		}
+		return fakeopenai.Text("done")
+	}
+	cfgs := map[string]agents.Config{"coder": {Description: "Edits.", Instructions: "You are coder.", Tools: []string{"editor_apply"}}}
+	args := plan(map[string]any{"id": "edit", "agent": "coder", "prompt": "edit"})
+	args["client_tools"] = []any{editorApply}
+
+	t.Run("bytes", func(t *testing.T) {
+		fake := fakeopenai.New(t, apply)
+		_, cs := agentsApp(t, fake.URL(), t.TempDir(), cfgs, func(c *config.Config) { c.Limits.MaxRunBytes = 1500 })
+		_, env := runPlan(t, cs, args)
+		a := env.Artifact
+		if a.Status == orchestrate.StatusAwaitingClient || a.Steps[0].Error == nil || a.Steps[0].Error.Code != orchestrate.CodeTooLarge {
+			t.Errorf("a loop state over max_run_bytes: status %s, step %+v", a.Status, a.Steps[0].Error)
+		}
+	})
+	t.Run("ttl", func(t *testing.T) {
+		fake := fakeopenai.New(t, apply)
+		_, cs := agentsApp(t, fake.URL(), t.TempDir(), cfgs, func(c *config.Config) { c.Limits.PauseTTL = time.Nanosecond })
+		_, env := runPlan(t, cs, args)
+		a := env.Artifact
+		if a.Status != orchestrate.StatusAwaitingClient {
+			t.Fatalf("status %s, errors %v", a.Status, a.Errors)
+		}
+		_, env = runPlan(t, cs, map[string]any{"resume": map[string]any{"exec_id": a.Resume.ExecID, "results": map[string]any{"edit": map[string]any{"applied": true}}}})
+		if a = env.Artifact; a.Status != orchestrate.StatusFailed || len(a.Errors) == 0 || a.Errors[len(a.Errors)-1].Code != orchestrate.CodePauseExpired {
+			t.Errorf("a late resume: status %s, errors %v", a.Status, a.Errors)
+		}
+		if n := len(fake.Requests()); n != 1 {
+			t.Errorf("the model was asked %d times; want 1 (the expired loop does not go on)", n)
+		}
+	})
 }
