@@ -64,22 +64,7 @@ func TestTSClientAgentHandoff(t *testing.T) {
 			defer cancel()
 			target, _ := json.Marshal([]string{orchestraBin, "serve", "--config", cfg, "--store", db})
 			cmd := exec.CommandContext(ctx, node, filepath.Join(clients, "agent_handoff.mjs"), string(target), mode, dir)
-			cmd.Dir = clients
-			out, err := cmd.Output()
-			if err != nil {
-				t.Fatalf("node: %v\n%s", err, out)
-			}
-			var r struct {
-				OK     bool     `json:"ok"`
-				Checks []string `json:"checks"`
-				Error  string   `json:"error"`
-			}
-			if err := json.Unmarshal(out, &r); err != nil || !r.OK {
-				t.Fatalf("%s", out)
-			}
-			for _, c := range r.Checks {
-				t.Log(c)
-			}
+			runClientScript(t, cmd, clients)
 			reqs := fake.Requests()
 			if len(reqs) != 2 {
 				t.Fatalf("the model was asked %d times; want 2 (each turn once)", len(reqs))

@@ -57,23 +57,31 @@ func TestTSClientPauseAndResume(t *testing.T) {
 			defer cancel()
 			target, _ := json.Marshal([]string{orchestraBin, "serve", "--config", tc.cfg, "--store", filepath.Join(dir, tc.mode+".db")})
 			cmd := exec.CommandContext(ctx, node, filepath.Join(clients, "pause.mjs"), string(target), tc.mode)
-			cmd.Dir = clients
-			out, err := cmd.Output()
-			if err != nil {
-				t.Fatalf("node: %v\n%s", err, out)
-			}
-			var r struct {
-				OK     bool     `json:"ok"`
-				Checks []string `json:"checks"`
-				Error  string   `json:"error"`
-			}
-			if err := json.Unmarshal(out, &r); err != nil || !r.OK {
-				t.Fatalf("%s", out)
-			}
-			for _, c := range r.Checks {
-				t.Log(c)
-			}
+			runClientScript(t, cmd, clients)
 		})
+	}
+}
+
+// runClientScript runs a script of testdata/clients that prints one JSON
+// line {"ok", "checks", "error"}, fails the test unless it is ok, and logs
+// its checks.
+func runClientScript(t *testing.T, cmd *exec.Cmd, clients string) {
+	t.Helper()
+	cmd.Dir = clients
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node: %v\n%s", err, out)
+	}
+	var r struct {
+		OK     bool     `json:"ok"`
+		Checks []string `json:"checks"`
+		Error  string   `json:"error"`
+	}
+	if err := json.Unmarshal(out, &r); err != nil || !r.OK {
+		t.Fatalf("%s", out)
+	}
+	for _, c := range r.Checks {
+		t.Log(c)
 	}
 }
 

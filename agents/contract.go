@@ -160,20 +160,13 @@ func outputSchema(data *jsonschema.Schema) *jsonschema.Schema {
 		Properties: map[string]*jsonschema.Schema{
 			"request_id": str(),
 			"status":     {Type: "string", Enum: []any{StatusSuccess, StatusError, StatusPartial, StatusAwaitingClient}},
-			"pending": {Type: "array", Description: "With status awaiting_client: the calls the client runs before the agent goes on.", Items: &jsonschema.Schema{
-				Type: "object",
-				Properties: map[string]*jsonschema.Schema{
-					"call_id": str(), "step": str(), "agent": str(), "tool": str(), "arguments": {Type: "object"},
-				},
-				Required: []string{"call_id", "step", "tool", "arguments"},
-			}},
-			"resume": {
-				Type:        "object",
-				Description: "With status awaiting_client: how to go on (agent_orchestrate's resume, or orchestra resume).",
-				Properties:  map[string]*jsonschema.Schema{"exec_id": str(), "expires_at": str(), "how": str()},
-				Required:    []string{"exec_id", "how"},
-			},
-			"result": result,
+			// The pending calls and the resume hint as the envelope has
+			// them (orchestrate.PendingCall, orchestrate.ResumeHint); their
+			// fields are not listed, so that a planner's view of the
+			// agent's output stays on its result.
+			"pending": {Type: "array", Description: "With status awaiting_client: the calls the client runs before the agent goes on ({call_id, step, agent, tool, arguments}).", Items: &jsonschema.Schema{Type: "object"}},
+			"resume":  {Type: "object", Description: "With status awaiting_client: how to go on ({exec_id, expires_at, how}: agent_orchestrate's resume, or orchestra resume)."},
+			"result":  result,
 			"error": {
 				Types:      []string{"object", "null"},
 				Properties: map[string]*jsonschema.Schema{"code": str(), "message": str()},

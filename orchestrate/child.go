@@ -43,12 +43,25 @@ type ChildRun struct {
 // within those of the request it runs for, whatever its caller may call;
 // what runs under it can call no more.
 func (e *Engine) StartChild(ctx context.Context, source string) (*ChildRun, context.Context, error) {
+	c, err := e.newChild(ctx, source)
+	if err != nil {
+		return nil, ctx, err
+	}
+	r := c.r
+	callHook(r, "RunStarted", r.hooks.RunStarted, RunStartedInfo{Run: r.info, At: r.started})
+	ctx = toolcontext.WithExecID(ctx, r.execID)
+	return c, toolcontext.WithBudget(ctx, r.budget), nil
+}
+
+// newChild makes a child run of source, its agent run counted against
+// ctx's budget; the hooks are not told yet.
+func (e *Engine) newChild(ctx context.Context, source string) (*ChildRun, error) {
 	parent, ok := toolcontext.BudgetFrom(ctx)
 	if !ok {
 		parent = e.mem.node
 	}
 	if err := parent.Spend(budget.AgentRuns, 1); err != nil {
-		return nil, ctx, err
+		return nil, err
 	}
 	plan := &Plan{Type: "tool_calls", Schedule: ScheduleSequential, Steps: []*Step{}}
 	ce := e.With(RunOptions{Source: source})
@@ -57,10 +70,7 @@ func (e *Engine) StartChild(ctx context.Context, source string) (*ChildRun, cont
 	r.plan = plan
 	quiet := *e
 	quiet.hooks = noHooks
-	c := &ChildRun{r: r, quiet: &quiet, plan: plan}
-	callHook(r, "RunStarted", r.hooks.RunStarted, RunStartedInfo{Run: r.info, At: r.started})
-	ctx = toolcontext.WithExecID(ctx, r.execID)
-	return c, toolcontext.WithBudget(ctx, r.budget), nil
+	return &ChildRun{r: r, quiet: &quiet, plan: plan}, nil
 }
 
 // ExecID returns the child run's exec id.

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/orchestra-mcp/orchestra/budget"
 	"github.com/orchestra-mcp/orchestra/registry"
 	"github.com/orchestra-mcp/orchestra/toolcontext"
 )
@@ -125,25 +124,16 @@ func (e *Engine) ClientFinal(t registry.Tool) bool {
 // steps and calls (those it recorded before the handoff), and the hooks
 // hear RunResumed.
 func (e *Engine) ContinueChild(ctx context.Context, source, execID string, steps, calls int) (*ChildRun, context.Context, error) {
-	parent, ok := toolcontext.BudgetFrom(ctx)
-	if !ok {
-		parent = e.mem.node
-	}
-	if err := parent.Spend(budget.AgentRuns, 1); err != nil {
+	c, err := e.newChild(ctx, source)
+	if err != nil {
 		return nil, ctx, err
 	}
-	plan := &Plan{Type: "tool_calls", Schedule: ScheduleSequential, Steps: []*Step{}}
-	ce := e.With(RunOptions{Source: source})
-	ce.principal = true
-	r := ce.newRun(ctx, &Request{Plan: plan})
-	r.plan = plan
+	r := c.r
 	r.execID, r.info.ExecID = execID, execID
 	if e.opts.Record != nil {
 		r.recordURI = e.opts.Record(execID)
 	}
-	quiet := *e
-	quiet.hooks = noHooks
-	c := &ChildRun{r: r, quiet: &quiet, plan: plan, offset: steps, calls: calls}
+	c.offset, c.calls = steps, calls
 	if id, _ := toolcontext.ExecID(ctx); id == execID {
 		// The child run paused itself (an agent called directly), and
 		// its resume runs under its exec id: the steps are that run's,
