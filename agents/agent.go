@@ -170,13 +170,11 @@ func (a *Agent) Tool() registry.Tool {
 		Description:  desc,
 		InputSchema:  inputSchema(slices.Collect(maps.Keys(a.Config.Actions))),
 		OutputSchema: outputSchema(a.data),
-		Annotations:  &mcp.ToolAnnotations{Title: "Agent " + a.Name, OpenWorldHint: ptr(true)},
+		Annotations:  &mcp.ToolAnnotations{Title: "Agent " + a.Name, OpenWorldHint: new(true)},
 		Source:       Source,
 		Call:         a.call,
 	}
 }
-
-func ptr[T any](v T) *T { return &v }
 
 func firstSentence(s string) string {
 	s = strings.TrimSpace(s)
@@ -237,7 +235,7 @@ func (a *Agent) call(ctx context.Context, cr *registry.CallRequest) (*registry.R
 		cont = &loopState{}
 		if err := json.Unmarshal(c.State, cont); err != nil || cont.ExecID == "" {
 			resp := &ExecutionResponse{Status: StatusError, Metadata: Metadata{Agent: a.Name, Model: a.ModelName()},
-				Error: &ResponseError{Code: CodeInvalidInput, Message: fmt.Sprintf("agent %s cannot go on: the state of its paused loop does not decode; start the run again", a.Name)}}
+				Error: &ResponseError{Code: orchestrate.CodeInvalidInput, Message: fmt.Sprintf("agent %s cannot go on: the state of its paused loop does not decode; start the run again", a.Name)}}
 			return result(resp), nil
 		}
 	}
@@ -275,7 +273,7 @@ func (a *Agent) call(ctx context.Context, cr *registry.CallRequest) (*registry.R
 		}
 		handoff = a.safeRun(cctx, child, req, resp, only, cr.Progress, cont, results)
 	} else {
-		resp.Status, resp.Error = StatusError, &ResponseError{Code: CodeInvalidInput, Message: err.Error()}
+		resp.Status, resp.Error = StatusError, &ResponseError{Code: orchestrate.CodeInvalidInput, Message: err.Error()}
 	}
 	if handoff != nil && ctx.Err() == nil {
 		if r, ok := a.pause(ctx, child, cr, resp, handoff, start); ok {
@@ -368,9 +366,9 @@ func result(resp *ExecutionResponse) *registry.Result {
 	r := &registry.Result{Structured: structured, Content: []mcp.Content{&mcp.TextContent{Text: text}}}
 	switch resp.Status {
 	case StatusError:
-		r.IsError, r.Code = true, resp.Error.Code
+		r.IsError, r.Code = true, string(resp.Error.Code)
 	case StatusPartial:
-		r.Partial, r.Code = true, resp.Error.Code
+		r.Partial, r.Code = true, string(resp.Error.Code)
 	}
 	return r
 }
@@ -379,18 +377,18 @@ func result(resp *ExecutionResponse) *registry.Result {
 // with the paused loop, the client's results in results. A loop that
 // hands calls to the client returns the handoff, and resp is not final.
 func (a *Agent) run(ctx context.Context, child *orchestrate.ChildRun, req *ExecutionRequest, resp *ExecutionResponse, scope func(string) bool, progress func(registry.Progress), cont *loopState, results map[string]any) *registry.Handoff {
-	fail := func(code, msg string) {
+	fail := func(code orchestrate.Code, msg string) {
 		resp.Status, resp.Error = StatusError, &ResponseError{Code: code, Message: msg}
 	}
 	model, err := a.modelFor(ctx)
 	if err != nil {
-		fail(CodeModelError, fmt.Sprintf("agent %s has no model: %v; set agents.%s.model, or configure a planner model (the planner block, or the tenant's)", a.Name, err, a.Name))
+		fail(orchestrate.CodeModelError, fmt.Sprintf("agent %s has no model: %v; set agents.%s.model, or configure a planner model (the planner block, or the tenant's)", a.Name, err, a.Name))
 		return nil
 	}
 	resp.Metadata.Model = model.Name()
 	user, err := a.userMessage(req)
 	if err != nil {
-		fail(CodeInvalidInput, err.Error())
+		fail(orchestrate.CodeInvalidInput, err.Error())
 		return nil
 	}
 	allowed := a.allowedTools(scope)
@@ -458,7 +456,7 @@ func (a *Agent) run(ctx context.Context, child *orchestrate.ChildRun, req *Execu
 		}
 		var err error
 		if out, err = loop.Resume(ctx, &cont.Loop, clientResults(child, &cont.Loop, results)); err != nil {
-			fail(CodeInvalidInput, fmt.Sprintf("agent %s: %v", a.Name, err))
+			fail(orchestrate.CodeInvalidInput, fmt.Sprintf("agent %s: %v", a.Name, err))
 			return nil
 		}
 	} else {
@@ -467,18 +465,18 @@ func (a *Agent) run(ctx context.Context, child *orchestrate.ChildRun, req *Execu
 	if out.Paused != nil {
 		h, err := a.handoff(ctx, child, resp, out.Paused)
 		if err != nil {
-			fail(CodeModelError, err.Error())
+			fail(orchestrate.CodeModelError, err.Error())
 			return nil
 		}
 		return h
 	}
 	if e := out.Err; e != nil {
 		code := e.Code
-		if code == toolloop.CodeModelError && ctx.Err() == context.DeadlineExceeded {
-			code = CodeTimeout
+		if code == orchestrate.CodeModelError && ctx.Err() == context.DeadlineExceeded {
+			code = orchestrate.CodeTimeout
 		}
 		fail(code, fmt.Sprintf("agent %s: %s", a.Name, e.Message))
-		if (code == CodeMaxToolSteps || code == CodeTimeout || code == orchestrate.CodeLimitExceeded) && tl.hasResults() {
+		if (code == orchestrate.CodeMaxToolSteps || code == orchestrate.CodeTimeout || code == orchestrate.CodeLimitExceeded) && tl.hasResults() {
 			// Stopped after useful tool results: what they returned is
 			// the answer it has.
 			resp.Status, resp.Result.Text = StatusPartial, tl.summary(a.Name, code)
@@ -498,7 +496,7 @@ func (a *Agent) run(ctx context.Context, child *orchestrate.ChildRun, req *Execu
 		r := &llm.Request{System: system, Messages: msgs, ResponseSchema: a.Config.OutputSchema}
 		again, err := a.generate(ctx, model, child, resp, r)
 		if err != nil {
-			code := CodeModelError
+			code := orchestrate.CodeModelError
 			if ex := (*budget.Exceeded)(nil); errors.As(err, &ex) {
 				code = orchestrate.CodeLimitExceeded
 			}
@@ -507,7 +505,7 @@ func (a *Agent) run(ctx context.Context, child *orchestrate.ChildRun, req *Execu
 		}
 		resp.Result.Text = strings.TrimSpace(again.Text)
 		if data, verr = a.parseOutput(again.Text); verr != nil {
-			fail(CodeInvalidOutput, fmt.Sprintf("agent %s: its answer does not match its output_schema, even after a repair: %v", a.Name, verr))
+			fail(orchestrate.CodeInvalidOutput, fmt.Sprintf("agent %s: its answer does not match its output_schema, even after a repair: %v", a.Name, verr))
 			return nil
 		}
 	}
@@ -533,7 +531,7 @@ func (a *Agent) generate(ctx context.Context, model llm.Model, child *orchestrat
 	resp.Metadata.ModelCalls++
 	rec := &orchestrate.StepRecord{Type: "model", Tool: model.Name(), Status: orchestrate.StatusSuccess, Attempts: 1, StartedAt: &start, DurationMS: time.Since(start).Milliseconds()}
 	if err != nil {
-		rec.Status, rec.Error = orchestrate.StatusFailed, &orchestrate.Error{Code: CodeModelError, Message: err.Error()}
+		rec.Status, rec.Error = orchestrate.StatusFailed, &orchestrate.Error{Code: orchestrate.CodeModelError, Message: err.Error()}
 	} else {
 		resp.Metadata.TokensIn += out.Usage.InputTokens
 		resp.Metadata.TokensOut += out.Usage.OutputTokens
@@ -553,7 +551,7 @@ func (a *Agent) generate(ctx context.Context, model llm.Model, child *orchestrat
 // callTool runs one tool call of the model, only if the agent may make it,
 // and returns what the model is told.
 func (a *Agent) callTool(ctx context.Context, child *orchestrate.ChildRun, byName map[string]registry.Tool, names []string, tc llm.ToolCall, tl *tally) string {
-	refuse := func(code, msg string) string {
+	refuse := func(code orchestrate.Code, msg string) string {
 		now := time.Now()
 		child.Step("refused", &orchestrate.StepRecord{Type: "tool", Tool: tc.Name, Status: orchestrate.StatusFailed, StartedAt: &now,
 			Error: &orchestrate.Error{Code: code, Message: msg}})
@@ -594,7 +592,7 @@ func (a *Agent) callTool(ctx context.Context, child *orchestrate.ChildRun, byNam
 		if rec.Error.Code == orchestrate.CodeValidation {
 			return "error: " + rec.Error.Message
 		}
-		return "error: " + rec.Error.Code + ": " + rec.Error.Message
+		return "error: " + string(rec.Error.Code) + ": " + rec.Error.Message
 	}
 	out, err := json.Marshal(rec.Output)
 	if err != nil {
@@ -620,7 +618,7 @@ func (a *Agent) orchestrate(ctx context.Context, child *orchestrate.ChildRun, t 
 		rec.Output = res.Output()
 		rec.Status, rec.Error = orchestrate.StatusFailed, &orchestrate.Error{Code: orchestrate.CodeToolError, Message: res.Text()}
 		if code := envelopeCode(res.Structured); code != "" {
-			rec.Error.Code = code
+			rec.Error.Code = orchestrate.Code(code)
 		}
 	default:
 		rec.Output = res.Output()

@@ -18,7 +18,9 @@ import (
 // and an engine whose hooks record the runs' starts and ends.
 func setup(t *testing.T, m llm.Model, cfgs map[string]agents.Config) (*registry.Catalog, *orchestrate.Engine, *runs) {
 	t.Helper()
-	cat := registry.NewCatalog(builtin.Tools(builtin.DefaultConfig())...)
+	var workers builtin.Workers
+	t.Cleanup(func() { workers.Close() })
+	cat := registry.NewCatalog(builtin.Tools(builtin.DefaultConfig(), builtin.Options{Workers: &workers})...)
 	rs := &runs{parents: map[string]string{}}
 	e := orchestrate.NewEngine(orchestrate.Options{Tools: cat, Hooks: &orchestrate.Hooks{
 		RunStarted: func(i orchestrate.RunStartedInfo) { rs.started(i.Run) },
@@ -99,7 +101,7 @@ func TestActionPromptAndProgress(t *testing.T) {
 	// Parameters that miss the action's schema are refused before any model call.
 	before := len(m.Requests())
 	res, out = call(t, cat, "agent__writer", map[string]any{"action": "headline", "with": map[string]any{}}, nil)
-	if !res.IsError || res.Code != agents.CodeInvalidInput || !strings.Contains(out.Error.Message, "topic") || len(m.Requests()) != before {
+	if !res.IsError || res.Code != string(orchestrate.CodeInvalidInput) || !strings.Contains(out.Error.Message, "topic") || len(m.Requests()) != before {
 		t.Errorf("missing parameter: code %q, response %+v", res.Code, out.Error)
 	}
 }
@@ -118,7 +120,7 @@ func TestOutputRepair(t *testing.T) {
 		t.Errorf("the repair request = %+v", r)
 	}
 	res, out = call(t, cat, "agent__counter", map[string]any{"prompt": "count"}, nil)
-	if !res.IsError || res.Code != agents.CodeInvalidOutput || out.Error.Code != agents.CodeInvalidOutput {
+	if !res.IsError || res.Code != string(orchestrate.CodeInvalidOutput) || out.Error.Code != orchestrate.CodeInvalidOutput {
 		t.Errorf("after a failed repair: code %q, %+v", res.Code, out.Error)
 	}
 }
@@ -130,7 +132,7 @@ func TestFailures(t *testing.T) {
 	m := llm.NewScripted(nil) // no answers: every call fails
 	cat, _, _ := setup(t, m, map[string]agents.Config{"a": {Description: "A."}})
 	res, out := call(t, cat, "agent__a", map[string]any{"user_query": "go"}, nil)
-	if !res.IsError || out.Error.Code != agents.CodeModelError {
+	if !res.IsError || out.Error.Code != orchestrate.CodeModelError {
 		t.Errorf("a failing model: %+v", out.Error)
 	}
 	cat, _, _ = setup(t, nil, map[string]agents.Config{"a": {Description: "A."}})

@@ -37,15 +37,6 @@ const (
 	StatusAwaitingClient = orchestrate.StatusAwaitingClient
 )
 
-// Error codes of an [ExecutionResponse].
-const (
-	CodeModelError    = "model_error"
-	CodeMaxToolSteps  = "max_tool_steps"
-	CodeInvalidOutput = "invalid_output"
-	CodeTimeout       = "timeout"
-	CodeInvalidInput  = "invalid_input"
-)
-
 // ExecutionResponse is what an agent answers: the structured output of its
 // tool.
 type ExecutionResponse struct {
@@ -70,8 +61,8 @@ type Result struct {
 
 // ResponseError says why an agent did not answer.
 type ResponseError struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
+	Code    orchestrate.Code `json:"code"`
+	Message string           `json:"message"`
 }
 
 // Metadata is the account of an agent's run.

@@ -142,7 +142,7 @@ func clientResults(child *orchestrate.ChildRun, st *toolloop.State, given map[st
 			if msg, ok := m["error"].(string); ok {
 				rec.Status, rec.Output = orchestrate.StatusFailed, nil
 				rec.Error = &orchestrate.Error{Code: orchestrate.CodeClientError, Message: msg}
-				out[p.ID] = "error: " + orchestrate.CodeClientError + ": " + msg
+				out[p.ID] = "error: " + string(orchestrate.CodeClientError) + ": " + msg
 				child.Step("client", rec)
 				continue
 			}

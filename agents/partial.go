@@ -71,7 +71,7 @@ func (t *tally) settle(agent string, resp *ExecutionResponse) {
 		return
 	}
 	var parts []string
-	code := ""
+	var code orchestrate.Code
 	for _, tool := range t.order {
 		e, ok := t.failures[tool]
 		if !ok {
@@ -91,7 +91,7 @@ func (t *tally) settle(agent string, resp *ExecutionResponse) {
 
 // summary is the answer of an agent stopped with code before it
 // answered: what its tool calls returned.
-func (t *tally) summary(agent, code string) string {
+func (t *tally) summary(agent string, code orchestrate.Code) string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var b strings.Builder

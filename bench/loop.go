@@ -54,7 +54,7 @@ func loopTools(lat time.Duration) []registry.Tool {
 			return &registry.Result{Structured: map[string]any{"content": text}}, nil
 		},
 	}
-	return []registry.Tool{withLatency(list, lat), withLatency(read, lat), builtin.Render(builtin.DefaultConfig().Render)}
+	return []registry.Tool{withLatency(list, lat), withLatency(read, lat), builtin.Render(builtin.DefaultConfig().Render, builtin.Options{})}
 }
 
 // loopPlan is the job as one plan: list, read each file four at a time,

@@ -38,9 +38,12 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/orchestra-mcp/orchestra/registry/builtin"
 )
 
 func main() {
+	builtin.ServeWorker() // render evaluates in copies of this program
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

@@ -12,11 +12,11 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/orchestra-mcp/orchestra/internal/nestful"
 	"github.com/orchestra-mcp/orchestra/llm"
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 	"github.com/orchestra-mcp/orchestra/planner"
 	"github.com/orchestra-mcp/orchestra/registry"
+	"github.com/orchestra-mcp/orchestra/testutil/nestful"
 )
 
 // The repair section measures planning quality where no real model can

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"net/url"
+	"os"
 	"path"
 	"slices"
 	"strings"
@@ -23,6 +24,30 @@ type NamedToken struct {
 	TokenEnv string `yaml:"token_env,omitempty" json:"token_env,omitempty"`
 	// TokenFile is a file holding the token (surrounding space ignored).
 	TokenFile string `yaml:"token_file,omitempty" json:"token_file,omitempty"`
+}
+
+// Value reads the token from its variable (looked up with lookup, e.g.
+// os.LookupEnv) or its file.
+func (nt NamedToken) Value(lookup func(string) (string, bool)) (string, error) {
+	var v string
+	if nt.TokenEnv != "" {
+		val, ok := lookup(nt.TokenEnv)
+		if !ok {
+			return "", fmt.Errorf("server.auth.tokens: the token of %s names %s, which is not set", nt.Name, nt.TokenEnv)
+		}
+		v = val
+	} else {
+		data, err := os.ReadFile(nt.TokenFile)
+		if err != nil {
+			return "", fmt.Errorf("server.auth.tokens: the token of %s: %w", nt.Name, err)
+		}
+		v = string(data)
+	}
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return "", fmt.Errorf("server.auth.tokens: the token of %s is empty", nt.Name)
+	}
+	return v, nil
 }
 
 // JWT makes the HTTP transport an OAuth 2.1 resource server, as the MCP

@@ -83,27 +83,38 @@ var running = []string{
 	StateAwaitingResults, StateMergingResults, StateAwaitingClient,
 }
 
-// Transitions is the transition table of an orchestration.
-var Transitions = []lfsm.EventDesc{
-	{Name: EventStartPlan, Src: []string{StatePlanInit}, Dst: StatePlannerActive},
-	{Name: EventPlannerFinished, Src: []string{StatePlannerActive}, Dst: StatePlanValidated},
-	{Name: EventValidated, Src: []string{StatePlanInit}, Dst: StatePlanValidated},
-	{Name: EventValidationFailed, Src: []string{StatePlanInit, StatePlannerActive, StateAwaitingClient}, Dst: StateFailed},
-	{Name: EventDispatch, Src: []string{StatePlanValidated}, Dst: StateDispatchingStep},
-	{Name: EventStepsDispatched, Src: []string{StateDispatchingStep}, Dst: StateAwaitingResults},
-	{Name: EventStepSucceeded, Src: []string{StateAwaitingResults}, Dst: StateDispatchingStep},
-	{Name: EventStepFailedContinue, Src: []string{StateAwaitingResults, StateMergingResults}, Dst: StateDispatchingStep},
-	{Name: EventStepFailed, Src: []string{StateAwaitingResults, StateMergingResults}, Dst: StateFailed},
-	{Name: EventParallelComplete, Src: []string{StateAwaitingResults}, Dst: StateMergingResults},
-	{Name: EventMerged, Src: []string{StateMergingResults}, Dst: StateDispatchingStep},
-	{Name: EventFinished, Src: []string{StateDispatchingStep}, Dst: StateCompleted},
-	{Name: EventClientCall, Src: []string{StateAwaitingResults, StateMergingResults}, Dst: StateDispatchingStep},
-	{Name: EventPause, Src: []string{StateDispatchingStep}, Dst: StateAwaitingClient},
-	{Name: EventResume, Src: []string{StateAwaitingClient}, Dst: StateDispatchingStep},
-	{Name: EventTimeout, Src: running, Dst: StateFailed},
-	{Name: EventPanic, Src: running, Dst: StateFailed},
-	{Name: EventCancelled, Src: running, Dst: StateFailed},
-	{Name: EventLimitExceeded, Src: []string{StateDispatchingStep, StateAwaitingResults, StateMergingResults}, Dst: StateFailed},
+// Transitions returns the transition table of an orchestration, built
+// anew at each call: the events that move the machine, then the self-loops
+// of step_started and step_finished.
+func Transitions() []lfsm.EventDesc {
+	t := []lfsm.EventDesc{
+		{Name: EventStartPlan, Src: []string{StatePlanInit}, Dst: StatePlannerActive},
+		{Name: EventPlannerFinished, Src: []string{StatePlannerActive}, Dst: StatePlanValidated},
+		{Name: EventValidated, Src: []string{StatePlanInit}, Dst: StatePlanValidated},
+		{Name: EventValidationFailed, Src: []string{StatePlanInit, StatePlannerActive, StateAwaitingClient}, Dst: StateFailed},
+		{Name: EventDispatch, Src: []string{StatePlanValidated}, Dst: StateDispatchingStep},
+		{Name: EventStepsDispatched, Src: []string{StateDispatchingStep}, Dst: StateAwaitingResults},
+		{Name: EventStepSucceeded, Src: []string{StateAwaitingResults}, Dst: StateDispatchingStep},
+		{Name: EventStepFailedContinue, Src: []string{StateAwaitingResults, StateMergingResults}, Dst: StateDispatchingStep},
+		{Name: EventStepFailed, Src: []string{StateAwaitingResults, StateMergingResults}, Dst: StateFailed},
+		{Name: EventParallelComplete, Src: []string{StateAwaitingResults}, Dst: StateMergingResults},
+		{Name: EventMerged, Src: []string{StateMergingResults}, Dst: StateDispatchingStep},
+		{Name: EventFinished, Src: []string{StateDispatchingStep}, Dst: StateCompleted},
+		{Name: EventClientCall, Src: []string{StateAwaitingResults, StateMergingResults}, Dst: StateDispatchingStep},
+		{Name: EventPause, Src: []string{StateDispatchingStep}, Dst: StateAwaitingClient},
+		{Name: EventResume, Src: []string{StateAwaitingClient}, Dst: StateDispatchingStep},
+		{Name: EventTimeout, Src: running, Dst: StateFailed},
+		{Name: EventPanic, Src: running, Dst: StateFailed},
+		{Name: EventCancelled, Src: running, Dst: StateFailed},
+		{Name: EventLimitExceeded, Src: []string{StateDispatchingStep, StateAwaitingResults, StateMergingResults}, Dst: StateFailed},
+	}
+	// step_started and step_finished change no state: one self-loop per state.
+	for _, st := range stepping {
+		t = append(t,
+			lfsm.EventDesc{Name: EventStepStarted, Src: []string{st}, Dst: st},
+			lfsm.EventDesc{Name: EventStepFinished, Src: []string{st}, Dst: st})
+	}
+	return t
 }
 
 // stepping is every state in which a step can start or end: the steps of a
@@ -112,15 +123,6 @@ var stepping = []string{StateDispatchingStep, StateAwaitingResults, StateMerging
 
 // selfLoop holds the events that change no state.
 var selfLoop = map[string]bool{EventStepStarted: true, EventStepFinished: true}
-
-func init() {
-	// step_started and step_finished change no state: one self-loop per state.
-	for _, st := range stepping {
-		Transitions = append(Transitions,
-			lfsm.EventDesc{Name: EventStepStarted, Src: []string{st}, Dst: st},
-			lfsm.EventDesc{Name: EventStepFinished, Src: []string{st}, Dst: st})
-	}
-}
 
 // Transition is one move of the machine.
 type Transition struct {
@@ -150,7 +152,7 @@ type Machine struct {
 // expands the whole transition table into maps, which costs more than a
 // short run's every event; a released machine is reset to StatePlanInit,
 // and without callbacks or metadata it is then as good as new.
-var machines = sync.Pool{New: func() any { return lfsm.NewFSM(StatePlanInit, Transitions, nil) }}
+var machines = sync.Pool{New: func() any { return lfsm.NewFSM(StatePlanInit, Transitions(), nil) }}
 
 // New returns a machine in StatePlanInit with the given observers.
 func New(observers ...Observer) *Machine {

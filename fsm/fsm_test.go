@@ -72,7 +72,7 @@ func whileRunning(dst string) map[string]string {
 // TestTransitionTable compares the declared table with the design's.
 func TestTransitionTable(t *testing.T) {
 	got := map[string]map[string]string{}
-	for _, d := range Transitions {
+	for _, d := range Transitions() {
 		if got[d.Name] == nil {
 			got[d.Name] = map[string]string{}
 		}

@@ -7,10 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
@@ -19,11 +17,8 @@ import (
 
 // anthropicModel calls the Anthropic Messages API.
 type anthropicModel struct {
-	cfg    Config
-	keyEnv string
-	hasKey bool
-	svc    anthropic.MessageService
-	log    *slog.Logger
+	sdkModel
+	svc anthropic.MessageService
 }
 
 // NewAnthropic returns a model served by the Anthropic Messages API.
@@ -33,71 +28,16 @@ type anthropicModel struct {
 // a gateway that adds its own. No other environment variable is consulted.
 // The answer length defaults to [DefaultMaxTokens], as the API requires one.
 func NewAnthropic(cfg Config, opts Options) (Model, error) {
-	env, key, hc, err := cfg.credentials(ProviderAnthropic, DefaultAnthropicKeyEnv, opts, `"claude-sonnet-4-5"`, "")
-	if err != nil {
-		return nil, err
-	}
-	ro := []option.RequestOption{
-		option.WithHTTPClient(hc),
-		option.WithMaxRetries(cfg.maxRetries()),
-	}
-	if cfg.BaseURL != "" {
-		ro = append(ro, option.WithBaseURL(cfg.BaseURL))
-	} else {
-		ro = append(ro, option.WithEnvironmentProduction())
-	}
-	if key != "" {
-		ro = append(ro, option.WithAPIKey(key))
-	}
-	for k, v := range cfg.Headers {
-		ro = append(ro, option.WithHeader(k, v))
-	}
-	return &anthropicModel{
-		cfg:    cfg,
-		keyEnv: env,
-		hasKey: key != "",
-		svc:    anthropic.NewMessageService(ro...),
-		log:    opts.logger(),
-	}, nil
+	return newSDKModel(ProviderAnthropic, "message", DefaultAnthropicKeyEnv, cfg, opts, `"claude-sonnet-4-5"`, "",
+		sdkOptions[option.RequestOption, option.HTTPClient]{option.WithHTTPClient, option.WithMaxRetries, option.WithBaseURL, option.WithEnvironmentProduction, option.WithAPIKey, option.WithHeader},
+		func(base sdkModel, ro []option.RequestOption) Model {
+			return &anthropicModel{sdkModel: base, svc: anthropic.NewMessageService(ro...)}
+		})
 }
-
-// Name implements [Model].
-func (m *anthropicModel) Name() string { return ProviderAnthropic + ":" + m.cfg.Model }
 
 // Generate implements [Model].
 func (m *anthropicModel) Generate(ctx context.Context, req *Request) (*Response, error) {
-	op, params, err := m.request(req)
-	if err != nil {
-		return nil, err
-	}
-	tctx, cancel := context.WithTimeout(ctx, m.cfg.timeout())
-	defer cancel()
-	start := time.Now()
-	msg, err := m.svc.New(tctx, params)
-	if err != nil {
-		e := m.wrap(ctx, op, err)
-		m.log.DebugContext(ctx, "model call failed", "model", m.Name(), "duration", time.Since(start), "error", e)
-		return nil, e
-	}
-	resp := anthropicResponse(msg)
-	m.log.DebugContext(ctx, "model call", "model", m.Name(), "duration", time.Since(start),
-		"input_tokens", resp.Usage.InputTokens, "output_tokens", resp.Usage.OutputTokens,
-		"tool_calls", len(resp.ToolCalls), "stop_reason", resp.StopReason)
-	return resp, nil
-}
-
-// request names the call for errors and builds its parameters, or says
-// why req cannot be sent.
-func (m *anthropicModel) request(req *Request) (string, anthropic.MessageNewParams, error) {
-	op := "message with " + m.cfg.Model
-	if err := req.validate(); err != nil {
-		return op, anthropic.MessageNewParams{}, withOp(err, ProviderAnthropic, op)
-	}
-	params, err := m.params(req)
-	if err != nil {
-		return op, params, &Error{Provider: ProviderAnthropic, Op: op, Kind: ErrBadRequest, Err: err}
-	}
-	return op, params, nil
+	return generate(ctx, &m.sdkModel, req, false, m.params, anthropicError, whole(&m.sdkModel, m.svc.New, anthropicResponse))
 }
 
 func (m *anthropicModel) params(req *Request) (anthropic.MessageNewParams, error) {
@@ -195,7 +135,9 @@ func anthropicSchema(s map[string]any) anthropic.ToolInputSchemaParam {
 	return in
 }
 
-func anthropicResponse(msg *anthropic.Message) *Response {
+// anthropicResponse reads a message as a Response. Every message reads
+// (the error is the shape of whole's reader).
+func anthropicResponse(msg *anthropic.Message) (*Response, error) {
 	resp := &Response{
 		Model:      string(msg.Model),
 		StopReason: string(msg.StopReason),
@@ -211,35 +153,28 @@ func anthropicResponse(msg *anthropic.Message) *Response {
 		}
 	}
 	resp.Text = strings.Join(text, "")
-	return resp
+	return resp, nil
 }
 
-// wrap classifies an error of the Anthropic SDK.
-func (m *anthropicModel) wrap(parent context.Context, op string, err error) error {
-	e := &Error{Provider: ProviderAnthropic, Op: op, Err: err}
+// anthropicError reads an error of the Anthropic SDK: its status, the
+// message of its body, and its response. The SDK's own message repeats the
+// whole body: err shows the status line in its place.
+func anthropicError(e *Error) (sdkError, bool) {
 	var apiErr *anthropic.Error
-	if errors.As(err, &apiErr) {
-		e.StatusCode = apiErr.StatusCode
-		e.Kind = kindForStatus(apiErr.StatusCode)
-		var body struct {
-			Error struct {
-				Message string `json:"message"`
-			} `json:"error"`
-		}
-		if json.Unmarshal([]byte(apiErr.RawJSON()), &body) == nil {
-			e.Message = body.Error.Message
-		}
-		// The SDK's message repeats the whole body; show the status line.
-		e.Err = &shortError{summary: fmt.Sprintf("%d %s", apiErr.StatusCode, http.StatusText(apiErr.StatusCode)), err: err}
-		if apiErr.Response != nil {
-			e.RetryAfter = retryAfter(apiErr.Response.Header)
-		}
+	if !errors.As(e.Err, &apiErr) {
+		return sdkError{}, false
 	}
-	classifyTransport(e, parent)
-	if e.Kind == ErrAuth {
-		e.Hint = authHint(m.keyEnv, m.hasKey)
+	se := sdkError{status: apiErr.StatusCode, response: apiErr.Response,
+		err: &shortError{summary: fmt.Sprintf("%d %s", apiErr.StatusCode, http.StatusText(apiErr.StatusCode)), err: e.Err}}
+	var body struct {
+		Error struct {
+			Message string `json:"message"`
+		} `json:"error"`
 	}
-	return e
+	if json.Unmarshal([]byte(apiErr.RawJSON()), &body) == nil {
+		se.message = body.Error.Message
+	}
+	return se, true
 }
 
 // shortError shows summary in place of err's longer message.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
 	"github.com/orchestra-mcp/orchestra/llm"
 )
 
@@ -76,7 +77,7 @@ func TestAnthropicPlainAnswer(t *testing.T) {
 
 func TestAnthropicToolCall(t *testing.T) {
 	f := newFakeAPI(t, jsonReply(200, anthropicToolAnswer))
-	m := newAnthropic(t, f, llm.Config{MaxTokens: 1000, Temperature: ptr(0.2)}, env("ANTHROPIC_API_KEY", "k"))
+	m := newAnthropic(t, f, llm.Config{MaxTokens: 1000, Temperature: new(0.2)}, env("ANTHROPIC_API_KEY", "k"))
 	resp, err := m.Generate(t.Context(), &llm.Request{
 		System: "Plan.",
 		Messages: []llm.Message{

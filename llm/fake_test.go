@@ -112,8 +112,6 @@ func get(v any, path ...any) any {
 	return v
 }
 
-func ptr[T any](v T) *T { return &v }
-
 func contextWithCancel(t *testing.T) (context.Context, context.CancelFunc) {
 	return context.WithCancel(t.Context())
 }

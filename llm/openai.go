@@ -6,8 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
-	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -17,11 +15,13 @@ import (
 
 // openAIModel calls an OpenAI-compatible Chat Completions endpoint.
 type openAIModel struct {
-	cfg    Config
-	keyEnv string
-	hasKey bool
-	svc    openai.ChatCompletionService
-	log    *slog.Logger
+	sdkModel
+	svc openai.ChatCompletionService
+}
+
+// Generate implements [Model].
+func (m *openAIModel) Generate(ctx context.Context, req *Request) (*Response, error) {
+	return generate(ctx, &m.sdkModel, req, false, m.params, openAIError, whole(&m.sdkModel, m.svc.New, openAIResponse))
 }
 
 // NewOpenAI returns a model served by an OpenAI-compatible Chat Completions
@@ -37,75 +37,12 @@ type openAIModel struct {
 // max_completion_tokens, which current OpenAI models require; otherwise as
 // max_tokens, which compatible servers understand.
 func NewOpenAI(cfg Config, opts Options) (Model, error) {
-	env, key, hc, err := cfg.credentials(ProviderOpenAI, DefaultOpenAIKeyEnv, opts,
-		`"gpt-4o-mini", or the name of a model your server serves`, ", or set planner.base_url to a local server that needs none")
-	if err != nil {
-		return nil, err
-	}
-	ro := []option.RequestOption{
-		option.WithHTTPClient(hc),
-		option.WithMaxRetries(cfg.maxRetries()),
-	}
-	if cfg.BaseURL != "" {
-		ro = append(ro, option.WithBaseURL(cfg.BaseURL))
-	} else {
-		ro = append(ro, option.WithEnvironmentProduction())
-	}
-	if key != "" {
-		ro = append(ro, option.WithAPIKey(key))
-	}
-	for k, v := range cfg.Headers {
-		ro = append(ro, option.WithHeader(k, v))
-	}
-	return &openAIModel{
-		cfg:    cfg,
-		keyEnv: env,
-		hasKey: key != "",
-		svc:    openai.NewChatCompletionService(ro...),
-		log:    opts.logger(),
-	}, nil
-}
-
-// Name implements [Model].
-func (m *openAIModel) Name() string { return ProviderOpenAI + ":" + m.cfg.Model }
-
-// Generate implements [Model].
-func (m *openAIModel) Generate(ctx context.Context, req *Request) (*Response, error) {
-	op, params, err := m.request(req)
-	if err != nil {
-		return nil, err
-	}
-	tctx, cancel := context.WithTimeout(ctx, m.cfg.timeout())
-	defer cancel()
-	start := time.Now()
-	cc, err := m.svc.New(tctx, params)
-	if err != nil {
-		e := m.wrap(ctx, op, err)
-		m.log.DebugContext(ctx, "model call failed", "model", m.Name(), "duration", time.Since(start), "error", e)
-		return nil, e
-	}
-	resp, err := openAIResponse(cc)
-	if err != nil {
-		return nil, &Error{Provider: ProviderOpenAI, Op: op, Kind: ErrBadResponse, Err: err}
-	}
-	m.log.DebugContext(ctx, "model call", "model", m.Name(), "duration", time.Since(start),
-		"input_tokens", resp.Usage.InputTokens, "output_tokens", resp.Usage.OutputTokens,
-		"tool_calls", len(resp.ToolCalls), "stop_reason", resp.StopReason)
-	return resp, nil
-}
-
-// request names the call for errors and builds its parameters, or says
-// why req cannot be sent.
-func (m *openAIModel) request(req *Request) (string, openai.ChatCompletionNewParams, error) {
-	op := "chat completion with " + m.cfg.Model
-	if err := req.validate(); err != nil {
-		return op, openai.ChatCompletionNewParams{}, withOp(err, ProviderOpenAI, op)
-	}
-	params, err := m.params(req)
-	if err != nil {
-		return op, params, &Error{Provider: ProviderOpenAI, Op: op, Kind: ErrBadRequest, Err: err}
-	}
-	return op, params, nil
+	return newSDKModel(ProviderOpenAI, "chat completion", DefaultOpenAIKeyEnv, cfg, opts,
+		`"gpt-4o-mini", or the name of a model your server serves`, ", or set planner.base_url to a local server that needs none",
+		sdkOptions[option.RequestOption, option.HTTPClient]{option.WithHTTPClient, option.WithMaxRetries, option.WithBaseURL, option.WithEnvironmentProduction, option.WithAPIKey, option.WithHeader},
+		func(base sdkModel, ro []option.RequestOption) Model {
+			return &openAIModel{sdkModel: base, svc: openai.NewChatCompletionService(ro...)}
+		})
 }
 
 func (m *openAIModel) params(req *Request) (openai.ChatCompletionNewParams, error) {
@@ -212,21 +149,12 @@ func openAIStopReason(s string) string {
 	return s
 }
 
-// wrap classifies an error of the OpenAI SDK.
-func (m *openAIModel) wrap(parent context.Context, op string, err error) error {
-	e := &Error{Provider: ProviderOpenAI, Op: op, Err: err}
+// openAIError reads an error of the OpenAI SDK: its status, message and
+// response.
+func openAIError(e *Error) (sdkError, bool) {
 	var apiErr *openai.Error
-	if errors.As(err, &apiErr) {
-		e.StatusCode = apiErr.StatusCode
-		e.Kind = kindForStatus(apiErr.StatusCode)
-		e.Message = apiErr.Message
-		if apiErr.Response != nil {
-			e.RetryAfter = retryAfter(apiErr.Response.Header)
-		}
+	if !errors.As(e.Err, &apiErr) {
+		return sdkError{}, false
 	}
-	classifyTransport(e, parent)
-	if e.Kind == ErrAuth {
-		e.Hint = authHint(m.keyEnv, m.hasKey)
-	}
-	return e
+	return sdkError{status: apiErr.StatusCode, message: apiErr.Message, response: apiErr.Response}, true
 }

@@ -5,7 +5,6 @@ package llm
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/packages/param"
@@ -14,58 +13,48 @@ import (
 // GenerateStream implements [StreamModel] with the Chat Completions
 // stream, asking for the usage in its last chunk.
 func (m *openAIModel) GenerateStream(ctx context.Context, req *Request, onDelta func(Delta)) (*Response, error) {
-	op, params, err := m.request(req)
-	if err != nil {
-		return nil, err
-	}
-	params.StreamOptions.IncludeUsage = param.NewOpt(true)
-	tctx, cancel := context.WithTimeout(ctx, m.cfg.timeout())
-	defer cancel()
-	start := time.Now()
-	stream := m.svc.NewStreaming(tctx, params)
-	defer stream.Close()
-	var acc openai.ChatCompletionAccumulator
-	calls := map[int64]int{} // the stream's tool call index → Delta.Call
-	chunks := 0
-	for stream.Next() {
-		chunks++
-		chunk := stream.Current()
-		if !acc.AddChunk(chunk) {
-			return nil, &Error{Provider: ProviderOpenAI, Op: op, Kind: ErrBadResponse, Err: errors.New("the stream sent a chunk that does not continue the answer")}
-		}
-		for _, ch := range chunk.Choices {
-			if ch.Index != 0 {
-				continue
+	return generate(ctx, &m.sdkModel, req, true, m.params, openAIError, func(ctx context.Context, op string, p openai.ChatCompletionNewParams) (*Response, error) {
+		p.StreamOptions.IncludeUsage = param.NewOpt(true)
+		stream := m.svc.NewStreaming(ctx, p)
+		defer stream.Close()
+		var acc openai.ChatCompletionAccumulator
+		calls := map[int64]int{} // the stream's tool call index → Delta.Call
+		chunks := 0
+		for stream.Next() {
+			chunks++
+			chunk := stream.Current()
+			if !acc.AddChunk(chunk) {
+				return nil, &Error{Provider: ProviderOpenAI, Op: op, Kind: ErrBadResponse, Err: errors.New("the stream sent a chunk that does not continue the answer")}
 			}
-			if ch.Delta.Content != "" {
-				onDelta(Delta{Text: ch.Delta.Content})
-			}
-			for _, tc := range ch.Delta.ToolCalls {
-				i, ok := calls[tc.Index]
-				if !ok {
-					i = len(calls)
-					calls[tc.Index] = i
+			for _, ch := range chunk.Choices {
+				if ch.Index != 0 {
+					continue
 				}
-				if tc.Function.Name != "" || tc.Function.Arguments != "" {
-					onDelta(Delta{Call: i, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+				if ch.Delta.Content != "" {
+					onDelta(Delta{Text: ch.Delta.Content})
+				}
+				for _, tc := range ch.Delta.ToolCalls {
+					i, ok := calls[tc.Index]
+					if !ok {
+						i = len(calls)
+						calls[tc.Index] = i
+					}
+					if tc.Function.Name != "" || tc.Function.Arguments != "" {
+						onDelta(Delta{Call: i, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+					}
 				}
 			}
 		}
-	}
-	if err := stream.Err(); err != nil {
-		e := m.wrap(ctx, op, err)
-		m.log.DebugContext(ctx, "model call failed", "model", m.Name(), "duration", time.Since(start), "error", e)
-		return nil, e
-	}
-	if chunks == 0 {
-		return nil, &Error{Provider: ProviderOpenAI, Op: op, Kind: ErrBadResponse, Err: errNoEvents}
-	}
-	resp, err := openAIResponse(&acc.ChatCompletion)
-	if err != nil {
-		return nil, &Error{Provider: ProviderOpenAI, Op: op, Kind: ErrBadResponse, Err: err}
-	}
-	m.log.DebugContext(ctx, "model call", "model", m.Name(), "duration", time.Since(start), "streamed", true,
-		"input_tokens", resp.Usage.InputTokens, "output_tokens", resp.Usage.OutputTokens,
-		"tool_calls", len(resp.ToolCalls), "stop_reason", resp.StopReason)
-	return resp, nil
+		if err := stream.Err(); err != nil {
+			return nil, err
+		}
+		if chunks == 0 {
+			return nil, &Error{Provider: ProviderOpenAI, Op: op, Kind: ErrBadResponse, Err: errNoEvents}
+		}
+		resp, err := openAIResponse(&acc.ChatCompletion)
+		if err != nil {
+			return nil, &Error{Provider: ProviderOpenAI, Op: op, Kind: ErrBadResponse, Err: err}
+		}
+		return resp, nil
+	})
 }

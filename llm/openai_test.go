@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
 	"github.com/orchestra-mcp/orchestra/llm"
 )
 
@@ -83,7 +84,7 @@ func TestOpenAIPlainAnswer(t *testing.T) {
 
 func TestOpenAIToolCall(t *testing.T) {
 	f := newFakeAPI(t, jsonReply(200, openAIToolAnswer))
-	m := newOpenAI(t, f, llm.Config{MaxTokens: 500, Temperature: ptr(0.5), Headers: map[string]string{"X-Title": "orchestra"}}, env())
+	m := newOpenAI(t, f, llm.Config{MaxTokens: 500, Temperature: new(0.5), Headers: map[string]string{"X-Title": "orchestra"}}, env())
 	resp, err := m.Generate(t.Context(), &llm.Request{
 		Messages: []llm.Message{
 			{Role: llm.RoleUser, Content: "Plan it."},
@@ -92,7 +93,7 @@ func TestOpenAIToolCall(t *testing.T) {
 		},
 		Tools:       []llm.ToolDef{planningTool},
 		ToolChoice:  "__planning__",
-		Temperature: ptr(0.0),
+		Temperature: new(0.0),
 	})
 	if err != nil {
 		t.Fatal(err)

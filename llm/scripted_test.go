@@ -10,8 +10,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/orchestra-mcp/orchestra/llm"
 	"go.yaml.in/yaml/v4"
+
+	"github.com/orchestra-mcp/orchestra/llm"
 )
 
 func TestScriptedInMemory(t *testing.T) {
@@ -153,7 +154,7 @@ func TestConfigDecoding(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := llm.Config{Provider: "openai", Model: "llama3", BaseURL: "http://localhost:11434/v1", APIKeyEnv: "K",
-		MaxTokens: 100, Temperature: ptr(0.0), Timeout: llm.Duration(90 * time.Second), MaxRetries: 1, Headers: map[string]string{"X-A": "b"}}
+		MaxTokens: 100, Temperature: new(0.0), Timeout: llm.Duration(90 * time.Second), MaxRetries: 1, Headers: map[string]string{"X-A": "b"}}
 	if diff := cmp.Diff(want, c); diff != "" {
 		t.Errorf("JSON (-want +got):\n%s", diff)
 	}

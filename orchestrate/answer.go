@@ -56,7 +56,7 @@ func (v *validator) finalValue(val any, at string, path []Seg) {
 
 // finalRef checks one reference of the answer or return value.
 func (v *validator) finalRef(ref *Ref, at string) {
-	fail := func(code, format string, args ...any) *Issue {
+	fail := func(code Code, format string, args ...any) *Issue {
 		is := &Issue{Path: at, Code: code, Template: ref.Text, Message: fmt.Sprintf(format, args...)}
 		v.res.Errors = append(v.res.Errors, is)
 		return is

@@ -61,7 +61,10 @@ func TestReturnAndAnswerValidatedAtPlanTime(t *testing.T) {
 	if a.Success || len(a.Steps) != 1 || a.Steps[0].Status != StatusSkipped {
 		t.Fatalf("a plan with bad answer and return templates ran: %s %+v", a.Status, a.Steps)
 	}
-	type got struct{ Path, Code string }
+	type got struct {
+		Path string
+		Code Code
+	}
 	var issues []got
 	for _, is := range a.ValidationErrors {
 		issues = append(issues, got{is.Path, is.Code})

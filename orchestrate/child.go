@@ -161,7 +161,7 @@ func (c *ChildRun) Finish(status, answer string, errs ...*Error) *Envelope {
 // run's deadline is ctx's; templates in args may reach bindings.
 func (e *Engine) CallTool(ctx context.Context, id, name string, args, bindings map[string]any) *StepRecord {
 	rec := &StepRecord{ID: id, Path: "plan.steps[0]", Type: "tool", Tool: name, Status: StatusFailed, Arguments: args}
-	fail := func(code, msg string) *StepRecord {
+	fail := func(code Code, msg string) *StepRecord {
 		rec.Error = &Error{StepID: id, Code: code, Message: msg}
 		return rec
 	}
@@ -202,7 +202,7 @@ func (e *Engine) CallTool(ctx context.Context, id, name string, args, bindings m
 func IssueText(issues []*Issue) string {
 	parts := make([]string, len(issues))
 	for i, is := range issues {
-		parts[i] = is.Error() + " [" + is.Code + "]"
+		parts[i] = is.Error() + " [" + string(is.Code) + "]"
 	}
 	return "invalid call: " + strings.Join(parts, "; ")
 }

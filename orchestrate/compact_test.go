@@ -125,9 +125,9 @@ func TestCompactDropsSettledWarnings(t *testing.T) {
 		codes = append(codes, w.(map[string]any)["code"].(string))
 	}
 	for _, w := range env.Artifact.Warnings {
-		all = append(all, w.Code+" "+w.Path)
+		all = append(all, string(w.Code)+" "+w.Path)
 	}
-	if diff := cmp.Diff([]string{CodeMustache}, codes); diff != "" {
+	if diff := cmp.Diff([]string{string(CodeMustache)}, codes); diff != "" {
 		t.Errorf("compact warnings (-want +got):\n%s\nall: %v", diff, all)
 	}
 	if len(all) != 3 {

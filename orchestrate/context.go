@@ -1,6 +1,10 @@
 package orchestrate
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/orchestra-mcp/orchestra/schemas"
+)
 
 // CallerContext is what a caller tells the planner besides the goal: extra
 // instructions, the conversation so far and facts of its session (seed
@@ -31,7 +35,7 @@ func (d *decoder) callerContext(v any, path string) *CallerContext {
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
-		d.add(path, CodeInvalidValue, fmt.Sprintf("context must be an object {instructions, history: [{role, content}], facts}, not %s", jsonTypeOf(v)))
+		d.add(path, CodeInvalidValue, fmt.Sprintf("context must be an object {instructions, history: [{role, content}], facts}, not %s", schemas.TypePhrase(v)))
 		return nil
 	}
 	c := &CallerContext{}
@@ -51,7 +55,7 @@ func (d *decoder) callerContext(v any, path string) *CallerContext {
 			}
 			m, ok := val.(map[string]any)
 			if !ok {
-				d.add(at, CodeInvalidValue, fmt.Sprintf("%s must be an object of named facts, not %s", k, jsonTypeOf(val)))
+				d.add(at, CodeInvalidValue, fmt.Sprintf("%s must be an object of named facts, not %s", k, schemas.TypePhrase(val)))
 				continue
 			}
 			if c.Facts == nil {
@@ -63,14 +67,14 @@ func (d *decoder) callerContext(v any, path string) *CallerContext {
 		case "history":
 			turns, ok := val.([]any)
 			if !ok && val != nil {
-				d.add(at, CodeInvalidValue, fmt.Sprintf("history must be an array of {role, content}, not %s", jsonTypeOf(val)))
+				d.add(at, CodeInvalidValue, fmt.Sprintf("history must be an array of {role, content}, not %s", schemas.TypePhrase(val)))
 				continue
 			}
 			for i, t := range turns {
 				tp := fmt.Sprintf("%s[%d]", at, i)
 				m, ok := t.(map[string]any)
 				if !ok {
-					d.add(tp, CodeInvalidValue, fmt.Sprintf("a turn must be an object {role, content}, not %s", jsonTypeOf(t)))
+					d.add(tp, CodeInvalidValue, fmt.Sprintf("a turn must be an object {role, content}, not %s", schemas.TypePhrase(t)))
 					continue
 				}
 				c.History = append(c.History, Turn{Role: d.str(m["role"], tp+".role"), Content: d.str(m["content"], tp+".content")})

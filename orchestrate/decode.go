@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/orchestra-mcp/orchestra/internal/suggest"
+	"github.com/orchestra-mcp/orchestra/schemas"
 )
 
 // DecodeRequest decodes the input of agent_orchestrate, or a bare plan, and
@@ -36,7 +37,7 @@ func decodeRequest(data []byte, bare bool) (*Request, []*Issue) {
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return nil, []*Issue{{Code: CodeInvalidRequest, Message: fmt.Sprintf("the input is %s; send a JSON object: {\"plan\": {\"steps\": [...]}} or {\"prompt\": \"...\"}", jsonTypeOf(v))}}
+		return nil, []*Issue{{Code: CodeInvalidRequest, Message: fmt.Sprintf("the input is %s; send a JSON object: {\"plan\": {\"steps\": [...]}} or {\"prompt\": \"...\"}", schemas.TypePhrase(v))}}
 	}
 	d := &decoder{bare: bare}
 	req := d.request(obj)
@@ -95,7 +96,7 @@ type decoder struct {
 	bare   bool // a request may be a bare plan
 }
 
-func (d *decoder) add(path, code, msg string, suggestions ...string) {
+func (d *decoder) add(path string, code Code, msg string, suggestions ...string) {
 	d.issues = append(d.issues, &Issue{Path: path, Code: code, Message: msg, Suggestions: suggestions})
 }
 
@@ -137,7 +138,7 @@ func (d *decoder) request(obj map[string]any) *Request {
 			}
 			m, ok := v.(map[string]any)
 			if !ok {
-				d.add("bindings", CodeInvalidValue, fmt.Sprintf("bindings must be an object of named values, not %s", jsonTypeOf(v)))
+				d.add("bindings", CodeInvalidValue, fmt.Sprintf("bindings must be an object of named values, not %s", schemas.TypePhrase(v)))
 				continue
 			}
 			for name := range m {
@@ -153,7 +154,7 @@ func (d *decoder) request(obj map[string]any) *Request {
 		case "dry_run":
 			b, ok := v.(bool)
 			if !ok {
-				d.add("dry_run", CodeInvalidValue, fmt.Sprintf("dry_run must be true or false, not %s", jsonTypeOf(v)))
+				d.add("dry_run", CodeInvalidValue, fmt.Sprintf("dry_run must be true or false, not %s", schemas.TypePhrase(v)))
 			}
 			req.DryRun = b
 		case "fallback":
@@ -202,7 +203,7 @@ var planFields = []string{"steps", "schedule", "type", "reasoning", "calls", "co
 func (d *decoder) plan(v any, path string) *Plan {
 	obj, ok := v.(map[string]any)
 	if !ok {
-		d.add(path, CodeInvalidValue, fmt.Sprintf("a plan must be an object like {\"steps\": [...]}, not %s", jsonTypeOf(v)))
+		d.add(path, CodeInvalidValue, fmt.Sprintf("a plan must be an object like {\"steps\": [...]}, not %s", schemas.TypePhrase(v)))
 		return nil
 	}
 	p := &Plan{}
@@ -258,7 +259,7 @@ func (d *decoder) plan(v any, path string) *Plan {
 	}
 	arr, ok := steps.([]any)
 	if !ok {
-		d.add(path+".steps", CodeInvalidValue, fmt.Sprintf("steps must be an array, not %s", jsonTypeOf(steps)))
+		d.add(path+".steps", CodeInvalidValue, fmt.Sprintf("steps must be an array, not %s", schemas.TypePhrase(steps)))
 		return p
 	}
 	if len(arr) == 0 {
@@ -297,7 +298,7 @@ func (d *decoder) unknown(path, key string, known []string) {
 func (d *decoder) str(v any, path string) string {
 	s, ok := v.(string)
 	if !ok && v != nil {
-		d.add(path, CodeInvalidValue, fmt.Sprintf("%s must be a string, not %s", lastName(path), jsonTypeOf(v)))
+		d.add(path, CodeInvalidValue, fmt.Sprintf("%s must be a string, not %s", lastName(path), schemas.TypePhrase(v)))
 	}
 	return s
 }
@@ -330,7 +331,7 @@ func (d *decoder) integer(v any, path string) (n int, ok bool) {
 	}
 	num, isNum := v.(json.Number)
 	if !isNum {
-		d.add(path, CodeInvalidValue, fmt.Sprintf("%s must be an integer, not %s", lastName(path), jsonTypeOf(v)))
+		d.add(path, CodeInvalidValue, fmt.Sprintf("%s must be an integer, not %s", lastName(path), schemas.TypePhrase(v)))
 		return 0, false
 	}
 	f, err := strconv.ParseFloat(num.String(), 64)

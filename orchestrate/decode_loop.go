@@ -1,6 +1,10 @@
 package orchestrate
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/orchestra-mcp/orchestra/schemas"
+)
 
 // Decoding the control flow of a step: for_each, as and do make a loop;
 // when makes any step conditional.
@@ -24,7 +28,7 @@ func (d *decoder) flowField(s *Step, l *loopFields, key string, val any, at stri
 		case []any:
 			s.ForEach = d.values(v, at)
 		default:
-			d.add(at, CodeInvalidValue, fmt.Sprintf("for_each must be a reference to an array, such as \"$list.output.items\", or an array, not %s", jsonTypeOf(val)))
+			d.add(at, CodeInvalidValue, fmt.Sprintf("for_each must be a reference to an array, such as \"$list.output.items\", or an array, not %s", schemas.TypePhrase(val)))
 		}
 	case "as":
 		s.As = d.str(val, at)

@@ -1,6 +1,10 @@
 package orchestrate
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/orchestra-mcp/orchestra/schemas"
+)
 
 var (
 	clientToolFields = []string{"name", "description", "input_schema", "output_schema"}
@@ -12,7 +16,7 @@ func (d *decoder) clientTools(v any, path string) []*ClientTool {
 	arr, ok := v.([]any)
 	if !ok {
 		if v != nil {
-			d.add(path, CodeInvalidValue, fmt.Sprintf("client_tools must be an array of {name, description, input_schema, output_schema}, not %s", jsonTypeOf(v)))
+			d.add(path, CodeInvalidValue, fmt.Sprintf("client_tools must be an array of {name, description, input_schema, output_schema}, not %s", schemas.TypePhrase(v)))
 		}
 		return nil
 	}
@@ -21,7 +25,7 @@ func (d *decoder) clientTools(v any, path string) []*ClientTool {
 		at := fmt.Sprintf("%s[%d]", path, i)
 		obj, ok := e.(map[string]any)
 		if !ok {
-			d.add(at, CodeInvalidValue, fmt.Sprintf("a client tool is an object {name, description, input_schema, output_schema}, not %s", jsonTypeOf(e)))
+			d.add(at, CodeInvalidValue, fmt.Sprintf("a client tool is an object {name, description, input_schema, output_schema}, not %s", schemas.TypePhrase(e)))
 			continue
 		}
 		ct := &ClientTool{}
@@ -38,7 +42,7 @@ func (d *decoder) clientTools(v any, path string) []*ClientTool {
 				}
 				m, ok := d.values(val, at+"."+k).(map[string]any)
 				if !ok {
-					d.add(at+"."+k, CodeInvalidValue, fmt.Sprintf("%s must be a JSON Schema object, not %s", k, jsonTypeOf(val)))
+					d.add(at+"."+k, CodeInvalidValue, fmt.Sprintf("%s must be a JSON Schema object, not %s", k, schemas.TypePhrase(val)))
 					continue
 				}
 				if k == "input_schema" {
@@ -62,7 +66,7 @@ func (d *decoder) clientTools(v any, path string) []*ClientTool {
 func (d *decoder) resume(v any, path string) *ResumeRequest {
 	obj, ok := v.(map[string]any)
 	if !ok {
-		d.add(path, CodeInvalidValue, fmt.Sprintf(`resume must be an object {"exec_id": "...", "results": {...}}, not %s`, jsonTypeOf(v)))
+		d.add(path, CodeInvalidValue, fmt.Sprintf(`resume must be an object {"exec_id": "...", "results": {...}}, not %s`, schemas.TypePhrase(v)))
 		return nil
 	}
 	rs := &ResumeRequest{}
@@ -77,7 +81,7 @@ func (d *decoder) resume(v any, path string) *ResumeRequest {
 			}
 			m, ok := d.values(val, path+".results").(map[string]any)
 			if !ok {
-				d.add(path+".results", CodeInvalidValue, fmt.Sprintf("results must be an object of outputs by step id, not %s", jsonTypeOf(val)))
+				d.add(path+".results", CodeInvalidValue, fmt.Sprintf("results must be an object of outputs by step id, not %s", schemas.TypePhrase(val)))
 				continue
 			}
 			rs.Results = m

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/orchestra-mcp/orchestra/schemas"
 )
 
 var stepFields = []string{
@@ -16,7 +18,7 @@ var stepFields = []string{
 func (d *decoder) step(v any, path string, parent *Step, top, pos int) *Step {
 	obj, ok := v.(map[string]any)
 	if !ok {
-		d.add(path, CodeInvalidValue, fmt.Sprintf("a step must be an object like {\"tool\": \"...\", \"arguments\": {...}}, not %s", jsonTypeOf(v)))
+		d.add(path, CodeInvalidValue, fmt.Sprintf("a step must be an object like {\"tool\": \"...\", \"arguments\": {...}}, not %s", schemas.TypePhrase(v)))
 		return nil
 	}
 	s := &Step{index: top, path: path, parent: parent}
@@ -44,7 +46,7 @@ func (d *decoder) step(v any, path string, parent *Step, top, pos int) *Step {
 		}
 		m, ok := val.(map[string]any)
 		if !ok {
-			d.add(at, CodeInvalidValue, fmt.Sprintf("arguments must be an object of named arguments, not %s", jsonTypeOf(val)))
+			d.add(at, CodeInvalidValue, fmt.Sprintf("arguments must be an object of named arguments, not %s", schemas.TypePhrase(val)))
 			return
 		}
 		s.Arguments = d.values(m, at).(map[string]any)
@@ -165,7 +167,7 @@ func (d *decoder) step(v any, path string, parent *Step, top, pos int) *Step {
 	case haveChildren:
 		arr, ok := children.([]any)
 		if !ok {
-			d.add(path+".parallel", CodeInvalidValue, fmt.Sprintf("parallel must be an array of steps, not %s", jsonTypeOf(children)))
+			d.add(path+".parallel", CodeInvalidValue, fmt.Sprintf("parallel must be an array of steps, not %s", schemas.TypePhrase(children)))
 			break
 		}
 		if len(arr) == 0 {
@@ -230,7 +232,7 @@ func (d *decoder) step(v any, path string, parent *Step, top, pos int) *Step {
 func (d *decoder) retry(v any, path string) *Retry {
 	obj, ok := v.(map[string]any)
 	if !ok {
-		d.add(path, CodeInvalidValue, fmt.Sprintf("retry must be an object like {\"max_attempts\": 3, \"backoff_ms\": 200}, not %s", jsonTypeOf(v)))
+		d.add(path, CodeInvalidValue, fmt.Sprintf("retry must be an object like {\"max_attempts\": 3, \"backoff_ms\": 200}, not %s", schemas.TypePhrase(v)))
 		return nil
 	}
 	r := &Retry{}
@@ -284,7 +286,7 @@ func (d *decoder) agentStep(s *Step, path, agent, action, prompt string, with an
 	if haveWith && with != nil {
 		m, ok := with.(map[string]any)
 		if !ok {
-			d.add(path+".with", CodeInvalidValue, fmt.Sprintf("with must be an object of named parameters, not %s", jsonTypeOf(with)))
+			d.add(path+".with", CodeInvalidValue, fmt.Sprintf("with must be an object of named parameters, not %s", schemas.TypePhrase(with)))
 			return
 		}
 		s.Arguments["parsed_parameters"] = d.values(m, path+".with")

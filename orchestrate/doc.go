@@ -22,20 +22,48 @@
 // plans it starts all draw from the one root [Engine.Budgeted] makes, and
 // can call only what their caller could.
 //
-// The files follow the life of a run:
+// The files follow the life of a run, one line each (a test keeps the list
+// whole):
 //
-//	plan.go, decode.go     the plan model and its decoding (aliases, defaults)
-//	template.go            templates: the grammar (template_parse.go) and resolution
-//	validate.go            plan-time validation (validate_args.go: arguments holding templates)
-//	engine.go, hooks.go    the engine, its options and its lifecycle hooks
-//	run.go                 one run: validation, then scheduling, then the envelope
-//	schedule.go            the top-level steps, sequential or as a dag
-//	step.go, group.go      a tool step with its retries; a parallel group and its merge
-//	loop.go, when.go       for_each loops and their iterations; when conditions
-//	                       (decode_loop.go, validate_flow.go: their decoding and checks)
-//	record.go              the records of steps and the one place a step ends
-//	envelope.go            the response, made from a snapshot of the finished run
-//	budget.go              the run's node of the budget tree, bytes held, admission
-//	truncate.go            output caps
-//	tool.go                the agent_orchestrate MCP tool
+//	plan.go            the plan model: requests, steps, their fields and defaults
+//	codes.go           every Code: of issues, failures, skips and answers, with its meaning
+//	limits.go          the limits of one orchestration, which a request may only lower
+//	context.go         what a caller tells the planner besides the goal
+//	decode.go          the one decoding gate of a request: aliases, defaults, issues
+//	decode_step.go     the decoding of a step, its retry and an agent step
+//	decode_loop.go     the decoding of for_each loops and when conditions
+//	decode_pause.go    the decoding of client_tools and resume
+//	template.go        templates: their resolution against bindings and outputs
+//	template_parse.go  templates: the grammar and its parser
+//	validate.go        plan-time validation against the tools' schemas
+//	validate_args.go   the checks of arguments holding templates
+//	validate_flow.go   the checks of loops, conditions and the tool calls they make
+//	answer.go          a plan's answer and return: checked at plan time, rendered after
+//	engine.go          the engine, its options and what it starts a run with
+//	hooks.go           the lifecycle hooks that observe runs
+//	budget.go          the run's node of the budget tree, bytes held, admission
+//	clienttools.go     a catalog with the tools a request declares added
+//	scope.go           a catalog narrowed to the tools a caller may call
+//	run.go             one run: validation, then scheduling, then the envelope
+//	schedule.go        the top-level steps, sequential or as a dag
+//	step.go            a tool step with its retries
+//	group.go           a parallel group and its merge
+//	handoff.go         a tool loop's handoff of client calls: its pause, the client side a step sees, child runs taken up
+//	loop.go            for_each loops, their iterations and the limits they meet
+//	when.go            when conditions
+//	stream.go          steps started while the planner still writes the plan
+//	child.go           a run whose steps come from an agent's loop, recorded like any other
+//	pause.go           pausing on a tool only the client can run
+//	pause_group.go     the waits of a group's children and the records kept over a resume
+//	pause_schedule.go  the scheduler's side of a pause and a resume
+//	pause_store.go     checkpoints: what a paused or interrupted run needs to go on
+//	resume.go          resuming a run under its exec id, without running ended steps again
+//	record.go          the records of steps and the one place a step ends
+//	redact.go          secrets cut out of errors and issues
+//	truncate.go        output caps
+//	usage.go           what a run's agent steps used, summed in the envelope
+//	envelope.go        the response, made from a snapshot of the finished run
+//	compact.go         what a caller gets back of the envelope, by detail and protocol
+//	tool.go            the agent_orchestrate MCP tool
+//	doc.go             this map
 package orchestrate

@@ -21,23 +21,6 @@ const (
 	StatusPending   = "pending"
 )
 
-// Failure codes of steps and runs.
-const (
-	CodeToolError         = "tool_error"
-	CodeTimeout           = "timeout"
-	CodeDeadlineExceeded  = "deadline_exceeded"
-	CodeCancelled         = "cancelled"
-	CodePanic             = "panic"
-	CodeValidation        = "validation"
-	CodeDepthExceeded     = "depth_exceeded"
-	CodeServerUnavailable = "server_unavailable"
-	CodeTemplateError     = "template_error"
-	CodeDependencyFailed  = "dependency_failed"
-	CodeHalted            = "halted"
-	CodeBusy              = "busy"
-	CodePlannerFailed     = "planner_failed"
-)
-
 // Envelope is the response of an orchestration, the artifact envelope
 // (artifact_id, artifact, _metadata). It is the structuredContent of
 // agent_orchestrate.
@@ -105,7 +88,7 @@ type PlannerInfo struct {
 // Error is a failure of a run or of one step.
 type Error struct {
 	StepID  string `json:"step_id,omitempty"`
-	Code    string `json:"code"`
+	Code    Code   `json:"code"`
 	Message string `json:"message"`
 }
 
@@ -113,7 +96,7 @@ func (e *Error) Error() string {
 	if e.StepID != "" {
 		return fmt.Sprintf("step %s: %s: %s", e.StepID, e.Code, e.Message)
 	}
-	return e.Code + ": " + e.Message
+	return string(e.Code) + ": " + e.Message
 }
 
 // StepRecord is what happened to one step.

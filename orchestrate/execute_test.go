@@ -32,8 +32,8 @@ func stepStatuses(env *Envelope) []string {
 	return out
 }
 
-func errorCodes(env *Envelope) []string {
-	var out []string
+func errorCodes(env *Envelope) []Code {
+	var out []Code
 	for _, e := range env.Artifact.Errors {
 		out = append(out, e.Code)
 	}
@@ -343,7 +343,7 @@ func TestStepDeadline(t *testing.T) {
 		stepTimeout string
 		planTimeout int
 		wantAfter   time.Duration
-		wantCode    string
+		wantCode    Code
 	}{
 		{"step timeout first", `,"timeout_ms":40`, 1000, 90, CodeTimeout},
 		{"plan timeout first", `,"timeout_ms":400`, 100, 100, CodeDeadlineExceeded},
@@ -434,7 +434,7 @@ func TestDepth(t *testing.T) {
 			t.Errorf("depth %d: _metadata.depth = %d", depth, env.Metadata.Depth)
 		}
 		if depth >= 3 {
-			if calls.Load() != 0 || !slices.Equal(errorCodes(env), []string{CodeDepthExceeded}) {
+			if calls.Load() != 0 || !slices.Equal(errorCodes(env), []Code{CodeDepthExceeded}) {
 				t.Errorf("depth %d: %d calls, errors %v; want none and depth_exceeded", depth, calls.Load(), errorCodes(env))
 			}
 			if got := te.rec.path(); !slices.Equal(got, []string{"validation_failed: plan_init -> failed"}) {

@@ -31,7 +31,7 @@ func TestFatalLimitStopsValidation(t *testing.T) {
 	e := NewEngine(Options{Tools: registry.NewCatalog(tools...)})
 	v := e.Validate(mustRequest(t, b.String()))
 	if len(v.Errors) != 1 || v.Errors[0].Code != CodeTooManySteps {
-		codes := map[string]int{}
+		codes := map[Code]int{}
 		for _, is := range v.Errors {
 			codes[is.Code]++
 		}

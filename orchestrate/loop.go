@@ -12,6 +12,7 @@ import (
 
 	"github.com/orchestra-mcp/orchestra/budget"
 	"github.com/orchestra-mcp/orchestra/fsm"
+	"github.com/orchestra-mcp/orchestra/schemas"
 )
 
 // A loop runs its body once per element of an array, each run an
@@ -115,7 +116,7 @@ func (r *run) loopItems(l *Step) ([]any, *Error) {
 	}
 	items, ok := src.([]any)
 	if !ok {
-		return nil, &Error{Code: CodeNotAnArray, Message: fmt.Sprintf("for_each %v is %s, not an array; reshape it with a json_query step (e.g. \"[.items[]]\")", l.ForEach, jsonTypeOf(src))}
+		return nil, &Error{Code: CodeNotAnArray, Message: fmt.Sprintf("for_each %v is %s, not an array; reshape it with a json_query step (e.g. \"[.items[]]\")", l.ForEach, schemas.TypePhrase(src))}
 	}
 	return items, nil
 }

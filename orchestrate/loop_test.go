@@ -64,8 +64,8 @@ func loopCatalog(t testing.TB, log *callLog, inflight, peak *atomic.Int32) *regi
 	)
 }
 
-func issueCodes(issues []*Issue) []string {
-	var out []string
+func issueCodes(issues []*Issue) []Code {
+	var out []Code
 	for _, is := range issues {
 		out = append(out, is.Code)
 	}
@@ -156,7 +156,8 @@ func TestForEachPlanTime(t *testing.T) {
 		name, plan string
 		bindings   string
 		lim        Limits
-		code, path string
+		code       Code
+		path       string
 		message    string
 	}{{
 		name: "non-array source",

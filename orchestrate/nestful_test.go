@@ -7,8 +7,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/orchestra-mcp/orchestra/internal/nestful"
 	"github.com/orchestra-mcp/orchestra/registry"
+	"github.com/orchestra-mcp/orchestra/testutil/nestful"
 )
 
 // TestNESTFUL runs orchestra's validator and executor on the 300
@@ -75,7 +75,7 @@ func TestNESTFUL(t *testing.T) {
 			v := e.Validate(req)
 			codes := []string{}
 			for _, is := range v.Errors {
-				codes = append(codes, is.Code)
+				codes = append(codes, string(is.Code))
 			}
 			if !slices.Contains(codes, m.WantCode) {
 				mp, _ := json.Marshal(m.Plan["steps"].([]any)[m.Step])

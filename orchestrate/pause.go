@@ -28,29 +28,6 @@ import (
 // wait for the client.
 const StatusAwaitingClient = "awaiting_client"
 
-// Codes of pausing and resuming.
-const (
-	// CodeDeclined: the user declined or cancelled an ask_user question.
-	CodeDeclined = "declined"
-	// CodeClientError: the client reported that its tool failed.
-	CodeClientError = "client_error"
-	// CodePauseExpired: the run waited longer than limits.pause_ttl.
-	CodePauseExpired = "pause_expired"
-	// CodeUnknownRun: a resume names a run that does not exist (or that
-	// the caller may not see).
-	CodeUnknownRun = "unknown_run"
-	// CodeNotResumable: the run is not paused, interrupted or failed.
-	CodeNotResumable = "not_resumable"
-	// CodeAlreadyResumed: another resume took the run first.
-	CodeAlreadyResumed = "already_resumed"
-	// CodeInvalidResult: a client's result does not match its tool's
-	// output schema, or names no pending call.
-	CodeInvalidResult = "invalid_result"
-	// CodeClientInLoop: a for_each iteration, or a tool loop run inside
-	// another tool loop, cannot pause for the client.
-	CodeClientInLoop = "client_in_loop"
-)
-
 // AskUserTool is the name of the built-in tool that asks the user.
 const AskUserTool = "ask_user"
 

@@ -208,7 +208,7 @@ type Issue struct {
 	// Template is the template involved, as written.
 	Template string `json:"template,omitempty"`
 	// Code is a stable identifier of the kind of problem.
-	Code string `json:"code"`
+	Code Code `json:"code"`
 	// Message says what is wrong and how to fix it.
 	Message string `json:"message"`
 	// AvailableFields lists what exists where a field was not found.
@@ -226,39 +226,3 @@ func (i *Issue) Error() string {
 	b.WriteString(i.Message)
 	return b.String()
 }
-
-// Issue codes.
-const (
-	CodeInvalidJSON      = "invalid_json"
-	CodeInvalidRequest   = "invalid_request"
-	CodeUnknownField     = "unknown_field"
-	CodeInvalidValue     = "invalid_value"
-	CodeMissingField     = "missing_field"
-	CodeEmptyPlan        = "empty_plan"
-	CodeUnknownTool      = "unknown_tool"
-	CodeForbiddenTool    = "forbidden_tool"
-	CodeInvalidArguments = "invalid_arguments"
-	CodeBadTemplate      = "bad_template"
-	CodeUnknownRef       = "unknown_ref"
-	CodeSelfRef          = "self_ref"
-	CodeForwardRef       = "forward_ref"
-	CodeSiblingRef       = "sibling_ref"
-	CodeUnknownBinding   = "unknown_binding"
-	CodeFieldNotFound    = "field_not_found"
-	CodeTypeMismatch     = "type_mismatch"
-	CodeDuplicateID      = "duplicate_id"
-	CodeInvalidID        = "invalid_id"
-	CodeTooManySteps     = "too_many_steps"
-	CodeTooDeep          = "too_deep"
-	CodeTooLarge         = "too_large"
-	CodeNotAnArray       = "not_an_array"
-	CodeInsideLoop       = "inside_loop"
-	CodeLimitExceeded    = "limit_exceeded"
-
-	// Warnings.
-	CodeUncheckedRef  = "unchecked_reference"
-	CodeNotATemplate  = "not_a_template"
-	CodeSchemaProblem = "schema_unusable"
-	CodeMustache      = "mustache_placeholder"
-	CodeConditional   = "conditional_reference"
-)

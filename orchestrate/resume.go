@@ -84,7 +84,7 @@ func (e *Engine) Resume(ctx context.Context, req *Request) *Envelope {
 
 // refuse answers a resume that cannot go on; a run still paused is named
 // in artifact.resume.
-func (e *Engine) refuse(ctx context.Context, path, code, msg, paused string) *Envelope {
+func (e *Engine) refuse(ctx context.Context, path string, code Code, msg, paused string) *Envelope {
 	return e.refuseAll(ctx, []*Issue{{Path: path, Code: code, Message: msg}}, paused)
 }
 

@@ -248,7 +248,7 @@ func (r *run) validate() bool {
 	return r.valid.OK()
 }
 
-func plannerCode(ctx context.Context, err error) string {
+func plannerCode(ctx context.Context, err error) Code {
 	var ex *budget.Exceeded
 	switch {
 	case errors.As(err, &ex):

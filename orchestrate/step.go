@@ -112,7 +112,7 @@ func (r *run) call(ctx context.Context, s *Step, tool registry.Tool, args map[st
 				// An incomplete answer (an agent's partial): the output is
 				// kept and the plan goes on; the step and the plan are
 				// partial.
-				code := res.Code
+				code := Code(res.Code)
 				if code == "" {
 					code = CodeToolError
 				}
@@ -131,7 +131,7 @@ func (r *run) call(ctx context.Context, s *Step, tool registry.Tool, args map[st
 		case err == nil: // res.IsError
 			fail = &Error{Code: CodeToolError, Message: toolErrorMessage(res.Text(), res.Structured != nil)}
 			if res.Code != "" {
-				fail.Code = res.Code
+				fail.Code = Code(res.Code)
 			}
 			failedOutput = res.Structured
 		case errors.As(err, &perr):

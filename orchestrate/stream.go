@@ -32,18 +32,6 @@ const (
 // StreamPolicies lists the stream policies, the default first.
 var StreamPolicies = []string{StreamReadOnly, StreamOff, StreamAll}
 
-// Codes of the steps started while the plan was being written that the
-// run did not use.
-const (
-	// CodeStreamRejected: the step started early, then the plan failed
-	// validation (or planning failed): the step was cancelled.
-	CodeStreamRejected = "started_early_rejected"
-	// CodeStreamUnused: the step started early, but the plan that ran did
-	// not use its call (the run ended before the step, or the step's
-	// final form differs).
-	CodeStreamUnused = "started_early_unused"
-)
-
 // Stream starts the steps of a plan while the planner is still receiving
 // it, LLMCompiler's way: a PlanFunc finds it in its context with
 // [StreamFrom] and offers it the plan as it grows. A top-level tool step

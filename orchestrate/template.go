@@ -145,7 +145,7 @@ func followPath(v any, path []Seg) (any, error) {
 		if seg.IsIndex {
 			arr, ok := v.([]any)
 			if !ok {
-				return nil, &PathError{At: i, Reason: fmt.Sprintf("cannot index %s with %s: it is %s, not an array", PathString(path[:i]), segString(seg), jsonTypeOf(v))}
+				return nil, &PathError{At: i, Reason: fmt.Sprintf("cannot index %s with %s: it is %s, not an array", PathString(path[:i]), segString(seg), schemas.TypePhrase(v))}
 			}
 			if seg.Index >= len(arr) {
 				return nil, &PathError{At: i, Reason: fmt.Sprintf("index %s is out of range: %s has %d elements", segString(seg), orRoot(PathString(path[:i])), len(arr))}
@@ -155,7 +155,7 @@ func followPath(v any, path []Seg) (any, error) {
 		}
 		obj, ok := v.(map[string]any)
 		if !ok {
-			return nil, &PathError{At: i, Reason: fmt.Sprintf("cannot read field %q of %s: it is %s, not an object", seg.Key, orRoot(PathString(path[:i])), jsonTypeOf(v))}
+			return nil, &PathError{At: i, Reason: fmt.Sprintf("cannot read field %q of %s: it is %s, not an object", seg.Key, orRoot(PathString(path[:i])), schemas.TypePhrase(v))}
 		}
 		next, ok := obj[seg.Key]
 		if !ok {
@@ -171,25 +171,6 @@ func orRoot(p string) string {
 		return "the output"
 	}
 	return p
-}
-
-func jsonTypeOf(v any) string {
-	switch v := v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "a boolean"
-	case float64, json.Number, int, int64:
-		return "a number"
-	case string:
-		return "a string"
-	case []any:
-		return "an array"
-	case map[string]any:
-		return "an object"
-	default:
-		return fmt.Sprintf("a %T", v)
-	}
 }
 
 // templateCache holds the parsed templates of one plan's strings, so that

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/orchestra-mcp/orchestra/internal/textcut"
 	"github.com/orchestra-mcp/orchestra/registry"
 	"github.com/orchestra-mcp/orchestra/schemas"
 	"github.com/orchestra-mcp/orchestra/toolcontext"
@@ -27,13 +28,11 @@ func MCPTool(unlisted []registry.Tool) *mcp.Tool {
 		InputSchema:  schemas.PortableOr(schemas.OrchestrateInput()),
 		OutputSchema: schemas.PortableOr(schemas.EnvelopeLean()),
 		Annotations: &mcp.ToolAnnotations{
-			DestructiveHint: boolPtr(true),
-			OpenWorldHint:   boolPtr(true),
+			DestructiveHint: new(true),
+			OpenWorldHint:   new(true),
 		},
 	}
 }
-
-func boolPtr(b bool) *bool { return &b }
 
 const howTo = `Runs a multi-step tool plan in ONE call instead of calling tools one by one. It is checked against the tools' schemas first: on any problem nothing runs, and all are reported.
 
@@ -117,19 +116,13 @@ func firstLine(s string) string {
 		s = s[:i+1]
 	}
 	if len(s) > 160 {
-		cut := 157
-		for cut > 0 && !isRuneStart(s[cut]) {
-			cut--
-		}
-		s = s[:cut] + "..."
+		s = s[:textcut.Index(s, 157)] + "..."
 	}
 	if s == "" {
 		s = "(no description)"
 	}
 	return s
 }
-
-func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
 // HandlerOptions configure the MCP handler of agent_orchestrate.
 type HandlerOptions struct {

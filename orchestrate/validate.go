@@ -90,9 +90,6 @@ func validateCached(p *Plan, tools Tools, lim Limits, bindings map[string]any, f
 // reports; the rest are counted in a last issue with CodeTooManyIssues.
 const MaxIssues = 100
 
-// CodeTooManyIssues ends a list of issues cut at MaxIssues.
-const CodeTooManyIssues = "too_many_issues"
-
 // capIssues keeps the first MaxIssues issues and says how many were left out.
 func capIssues(issues []*Issue, what string) []*Issue {
 	if len(issues) <= MaxIssues {
@@ -103,7 +100,7 @@ func capIssues(issues []*Issue, what string) []*Issue {
 	return issues
 }
 
-func (v *validator) issue(s *Step, code, format string, args ...any) *Issue {
+func (v *validator) issue(s *Step, code Code, format string, args ...any) *Issue {
 	is := &Issue{Code: code, Message: fmt.Sprintf(format, args...)}
 	if s != nil {
 		idx := s.index
@@ -112,13 +109,13 @@ func (v *validator) issue(s *Step, code, format string, args ...any) *Issue {
 	return is
 }
 
-func (v *validator) errorf(s *Step, code, format string, args ...any) *Issue {
+func (v *validator) errorf(s *Step, code Code, format string, args ...any) *Issue {
 	is := v.issue(s, code, format, args...)
 	v.res.Errors = append(v.res.Errors, is)
 	return is
 }
 
-func (v *validator) warnf(s *Step, code, format string, args ...any) *Issue {
+func (v *validator) warnf(s *Step, code Code, format string, args ...any) *Issue {
 	is := v.issue(s, code, format, args...)
 	v.res.Warnings = append(v.res.Warnings, is)
 	return is
@@ -277,11 +274,11 @@ func (v *validator) knownName(name string) bool {
 	return false
 }
 
-func (v *validator) argIssue(s *Step, path []Seg, code, format string, args ...any) *Issue {
+func (v *validator) argIssue(s *Step, path []Seg, code Code, format string, args ...any) *Issue {
 	return locate(v.errorf(s, code, format, args...), path)
 }
 
-func (v *validator) argWarning(s *Step, path []Seg, code, format string, args ...any) *Issue {
+func (v *validator) argWarning(s *Step, path []Seg, code Code, format string, args ...any) *Issue {
 	return locate(v.warnf(s, code, format, args...), path)
 }
 
@@ -296,12 +293,12 @@ func locate(is *Issue, path []Seg) *Issue {
 
 // ref checks one template reference: its target, order, field and type.
 func (v *validator) ref(s *Step, tool registry.Tool, haveTool bool, r argRef) {
-	fail := func(code, format string, args ...any) *Issue {
+	fail := func(code Code, format string, args ...any) *Issue {
 		is := v.argIssue(s, r.path, code, format, args...)
 		is.Template = r.tmpl
 		return is
 	}
-	warn := func(code, format string, args ...any) *Issue {
+	warn := func(code Code, format string, args ...any) *Issue {
 		is := v.argWarning(s, r.path, code, format, args...)
 		is.Template = r.tmpl
 		return is
@@ -333,7 +330,7 @@ func (v *validator) ref(s *Step, tool registry.Tool, haveTool bool, r argRef) {
 // refNode returns the schema node of the value ref refers to from step s:
 // a binding's, a loop variable's, or a field of an earlier step's output.
 // Problems go to fail and warn; found is false when ref leads nowhere.
-func (v *validator) refNode(s *Step, ref *Ref, fail, warn func(code, format string, args ...any) *Issue) (node schemas.Node, found bool) {
+func (v *validator) refNode(s *Step, ref *Ref, fail, warn func(code Code, format string, args ...any) *Issue) (node schemas.Node, found bool) {
 	if ref.Var != "" {
 		return v.varNode(s, ref, fail)
 	}
@@ -434,7 +431,7 @@ var typeSchemas = func() map[string]*jsonschema.Schema {
 
 // target finds the step a reference names and checks that it ends before s
 // starts.
-func (v *validator) target(s *Step, r *Ref) (*Step, string, string) {
+func (v *validator) target(s *Step, r *Ref) (*Step, Code, string) {
 	var t *Step
 	if idx, ok := r.StepIndex(); ok {
 		if idx >= len(v.plan.Steps) {

@@ -27,7 +27,10 @@ func TestEveryArgumentErrorOfAStep(t *testing.T) {
 			"required":["city","nights","room"],"additionalProperties":false}`, "", noop),
 	)
 	e := NewEngine(Options{Tools: tools})
-	type issue struct{ Path, Argument, Code string }
+	type issue struct {
+		Path, Argument string
+		Code           Code
+	}
 	want := []issue{
 		{"plan.steps[1].arguments", "city", CodeInvalidArguments},
 		{"plan.steps[1].arguments.nights", "nights", CodeInvalidArguments},

@@ -34,20 +34,20 @@ func (v *validator) flow(s *Step) {
 
 // fieldIssues returns the fail and warn functions of references in field
 // (when, for_each) of s.
-func (v *validator) fieldIssues(s *Step, field, tmpl string) (fail, warn func(code, format string, args ...any) *Issue) {
+func (v *validator) fieldIssues(s *Step, field, tmpl string) (fail, warn func(code Code, format string, args ...any) *Issue) {
 	at := func(is *Issue) *Issue {
 		is.Path += "." + field
 		is.Template = tmpl
 		return is
 	}
-	fail = func(code, format string, args ...any) *Issue { return at(v.errorf(s, code, format, args...)) }
-	warn = func(code, format string, args ...any) *Issue { return at(v.warnf(s, code, format, args...)) }
+	fail = func(code Code, format string, args ...any) *Issue { return at(v.errorf(s, code, format, args...)) }
+	warn = func(code Code, format string, args ...any) *Issue { return at(v.warnf(s, code, format, args...)) }
 	return fail, warn
 }
 
 // wholeRef parses the reference in field of s, which must be one whole
 // reference.
-func (v *validator) wholeRef(s *Step, field, text, example string, fail func(code, format string, args ...any) *Issue) *Ref {
+func (v *validator) wholeRef(s *Step, field, text, example string, fail func(code Code, format string, args ...any) *Issue) *Ref {
 	t, err := v.tmpl.parse(text)
 	switch {
 	case err != nil:
@@ -131,7 +131,7 @@ func (v *validator) checkSource(l *Step) *loopSource {
 		val, _ := followPath(v.bindings[ref.Binding], ref.Path)
 		arr, ok := val.([]any)
 		if !ok {
-			fail(CodeNotAnArray, "%s is %s, not an array; for_each runs over an array", ref.Canonical(), jsonTypeOf(val))
+			fail(CodeNotAnArray, "%s is %s, not an array; for_each runs over an array", ref.Canonical(), schemas.TypePhrase(val))
 			return nil
 		}
 		return knownSource(arr)
@@ -162,7 +162,7 @@ func knownSource(arr []any) *loopSource {
 // varNode returns the node of a loop variable from step s: the element
 // ($item, checked against the array's items schema, or against every
 // element when they are known) or its index ($item_index).
-func (v *validator) varNode(s *Step, ref *Ref, fail func(code, format string, args ...any) *Issue) (schemas.Node, bool) {
+func (v *validator) varNode(s *Step, ref *Ref, fail func(code Code, format string, args ...any) *Issue) (schemas.Node, bool) {
 	for a := s; a != nil && a.parent != nil; a = a.parent {
 		l := a.parent
 		if l.Do != a {
@@ -237,7 +237,7 @@ func (v *validator) loopOutputNode(l *Step, path []Seg) (schemas.Node, string, *
 
 // conditional warns when s refers to step t, which a condition may skip,
 // and s has no condition of its own: s is then skipped too.
-func (v *validator) conditional(s, t *Step, ref *Ref, warn func(code, format string, args ...any) *Issue) {
+func (v *validator) conditional(s, t *Step, ref *Ref, warn func(code Code, format string, args ...any) *Issue) {
 	if !hasWhen(t) || hasWhen(s) {
 		return
 	}

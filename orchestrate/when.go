@@ -7,9 +7,6 @@ import "fmt"
 // the reason condition_false, and so are the steps that need its output:
 // a skipped condition is no failure, and the plan can still succeed.
 
-// CodeConditionFalse is the reason of a step skipped by a condition.
-const CodeConditionFalse = "condition_false"
-
 // truthy reports whether a condition's value lets its step run.
 func truthy(v any) bool {
 	switch v := v.(type) {

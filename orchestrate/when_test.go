@@ -29,7 +29,7 @@ func reasonCodes(env *Envelope) []string {
 	walk = func(rs []*StepRecord) {
 		for _, r := range rs {
 			if r.Reason != nil {
-				out = append(out, r.ID+"="+r.Reason.Code)
+				out = append(out, r.ID+"="+string(r.Reason.Code))
 			}
 			walk(r.Children)
 		}
@@ -98,7 +98,7 @@ func TestWhenDependents(t *testing.T) {
 			if diff := cmp.Diff([]string{"c=success", "b=skipped", "dep=skipped", "own=skipped", "g=success", "inner=skipped", "free=success", "after=skipped"}, stepStatuses(env)); diff != "" {
 				t.Errorf("statuses (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff([]string{"b=" + CodeConditionFalse, "dep=" + CodeConditionFalse, "own=" + CodeConditionFalse, "inner=" + CodeConditionFalse, "after=" + CodeConditionFalse}, reasonCodes(env)); diff != "" {
+			if diff := cmp.Diff([]string{"b=" + string(CodeConditionFalse), "dep=" + string(CodeConditionFalse), "own=" + string(CodeConditionFalse), "inner=" + string(CodeConditionFalse), "after=" + string(CodeConditionFalse)}, reasonCodes(env)); diff != "" {
 				t.Errorf("reasons (-want +got):\n%s", diff)
 			}
 			if r := env.Artifact.Steps[2].Reason; !strings.Contains(r.Message, "step b") {
@@ -143,7 +143,7 @@ func TestWhenOnGroupAndLoop(t *testing.T) {
 	if n := env.Artifact.Steps[2].SkippedIterations; n != 1 {
 		t.Errorf("skipped_iterations %d, want 1", n)
 	}
-	if diff := cmp.Diff([]string{"g=" + CodeConditionFalse, "t=" + CodeConditionFalse}, reasonCodes(env)); diff != "" {
+	if diff := cmp.Diff([]string{"g=" + string(CodeConditionFalse), "t=" + string(CodeConditionFalse)}, reasonCodes(env)); diff != "" {
 		t.Errorf("reasons (-want +got):\n%s", diff)
 	}
 	out := env.Artifact.Steps[2].Output.([]any)
@@ -157,7 +157,10 @@ func TestWhenOnGroupAndLoop(t *testing.T) {
 
 // when must be one reference to something known before its step starts.
 func TestWhenPlanTime(t *testing.T) {
-	for _, tc := range []struct{ when, code string }{
+	for _, tc := range []struct {
+		when string
+		code Code
+	}{
 		{`yes`, CodeInvalidValue},
 		{`${c.output.ok} and more`, CodeInvalidValue},
 		{`$c.output.nope`, CodeFieldNotFound},

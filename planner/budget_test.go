@@ -4,9 +4,9 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/orchestra-mcp/orchestra/internal/nestful"
 	"github.com/orchestra-mcp/orchestra/planner"
 	"github.com/orchestra-mcp/orchestra/registry"
+	"github.com/orchestra-mcp/orchestra/testutil/nestful"
 )
 
 // planningTokenBudget caps what the planning request's fixed part (the

@@ -27,7 +27,7 @@ func goldenCatalogs(t *testing.T) map[string][]registry.Tool {
 		"blog": append(blogTools(t, &calls{}), orchestrateTool(t)),
 		// With the built-in tools, whose free-form arguments (jq vars,
 		// template values) strict modes cannot express.
-		"builtin": append(blogTools(t, &calls{}), builtin.Tools(builtin.DefaultConfig())...),
+		"builtin": append(blogTools(t, &calls{}), builtin.Tools(builtin.DefaultConfig(), builtin.Options{})...),
 	}
 }
 

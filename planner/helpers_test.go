@@ -170,7 +170,9 @@ func newFixture(t testing.TB, m llm.Model, o fixtureOpts) *fixture {
 	f := &fixture{calls: &calls{}, events: &events{}}
 	tools := append(blogTools(t, f.calls), orchestrateTool(t))
 	if o.builtins {
-		tools = append(tools, builtin.Tools(builtin.DefaultConfig())...)
+		var workers builtin.Workers
+		t.Cleanup(func() { workers.Close() })
+		tools = append(tools, builtin.Tools(builtin.DefaultConfig(), builtin.Options{Workers: &workers})...)
 	}
 	f.cat = registry.NewCatalog(tools...)
 	forbidden := func(name string) bool { return name == orchestrate.ToolName }
@@ -208,7 +210,5 @@ func userText(r llm.Request) string {
 	}
 	return b.String()
 }
-
-func ptr[T any](v T) *T { return &v }
 
 var _ = mcp.NewServer

@@ -97,7 +97,7 @@ func repairLessons(bad, good *orchestrate.Plan, issues []*orchestrate.Issue) []L
 		}
 		after := stepAt(good, is)
 		arg := is.Argument
-		key := LessonRepair + ":" + is.Code + ":" + arg
+		key := LessonRepair + ":" + string(is.Code) + ":" + arg
 		if seen[before.Tool+key] {
 			continue
 		}

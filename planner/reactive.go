@@ -59,7 +59,7 @@ func (p *Planner) reactive(ctx context.Context, req *orchestrate.Request, res *R
 	var loopErr *orchestrate.Error
 	if e := out.Err; e != nil {
 		code := orchestrate.CodePlannerFailed
-		if e.Code == toolloop.CodeTimeout {
+		if e.Code == orchestrate.CodeTimeout {
 			code = orchestrate.CodeTimeout
 		}
 		loopErr = &orchestrate.Error{Code: code, Message: "reactive fallback: " + e.Message}
@@ -108,7 +108,7 @@ func (p *Planner) reactive(ctx context.Context, req *orchestrate.Request, res *R
 func (p *Planner) callTool(ctx context.Context, req *orchestrate.Request, tool *Tool, tc llm.ToolCall, n int) (*orchestrate.StepRecord, string) {
 	id := fmt.Sprintf("call_%d", n)
 	rec := &orchestrate.StepRecord{ID: id, Index: n, Path: fmt.Sprintf("plan.steps[%d]", n), Type: "tool", Tool: tc.Name, Status: orchestrate.StatusFailed}
-	fail := func(code, msg string) (*orchestrate.StepRecord, string) {
+	fail := func(code orchestrate.Code, msg string) (*orchestrate.StepRecord, string) {
 		rec.Error = &orchestrate.Error{StepID: id, Code: code, Message: msg}
 		return rec, "error: " + msg
 	}
@@ -127,7 +127,7 @@ func (p *Planner) callTool(ctx context.Context, req *orchestrate.Request, tool *
 		if rec.Error.Code == orchestrate.CodeValidation {
 			return rec, "error: " + rec.Error.Message
 		}
-		return rec, "error: " + rec.Error.Code + ": " + rec.Error.Message
+		return rec, "error: " + string(rec.Error.Code) + ": " + rec.Error.Message
 	}
 	out, err := json.Marshal(rec.Output)
 	if err != nil {

@@ -7,11 +7,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/orchestra-mcp/orchestra/internal/nestful"
 	"github.com/orchestra-mcp/orchestra/llm"
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 	"github.com/orchestra-mcp/orchestra/planner"
 	"github.com/orchestra-mcp/orchestra/registry"
+	"github.com/orchestra-mcp/orchestra/testutil/nestful"
 )
 
 // TestSelectionRecallNESTFUL ranks the whole NESTFUL catalog for every

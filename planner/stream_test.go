@@ -79,7 +79,7 @@ func (st *streamTools) tools(t *testing.T) []registry.Tool {
 		{Name: "lookup", Description: "Look a key up.", InputSchema: in, OutputSchema: out,
 			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}, Call: call("lookup")},
 		{Name: "write", Description: "Write a key.", InputSchema: in, OutputSchema: out,
-			Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false)}, Call: call("write")},
+			Annotations: &mcp.ToolAnnotations{DestructiveHint: new(false)}, Call: call("write")},
 	}
 }
 
@@ -303,7 +303,7 @@ func TestStreamGaveUpReportsEarlyStep(t *testing.T) {
 		if a.Success || len(a.ValidationErrors) == 0 {
 			t.Fatalf("status %s, validation errors %v", a.Status, a.ValidationErrors)
 		}
-		var codes []string
+		var codes []orchestrate.Code
 		for _, e := range a.Errors {
 			codes = append(codes, e.Code)
 		}

@@ -3,12 +3,14 @@ package schemas
 import (
 	"encoding/json"
 	"fmt"
+	"math/big"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/orchestra-mcp/orchestra/internal/boundedmap"
 )
 
@@ -325,12 +327,9 @@ func isFalse(s *jsonschema.Schema) bool {
 
 // singleTypes are the one-element type lists of the JSON types, shared so
 // that ownTypes need not allocate them. Their users only read them.
-var singleTypes = map[string][]string{}
-
-func init() {
-	for _, t := range []string{"string", "number", "integer", "boolean", "object", "array", "null"} {
-		singleTypes[t] = []string{t}
-	}
+var singleTypes = map[string][]string{
+	"string": {"string"}, "number": {"number"}, "integer": {"integer"}, "boolean": {"boolean"},
+	"object": {"object"}, "array": {"array"}, "null": {"null"},
 }
 
 // ownTypes returns the types s declares itself, or nil. The result must not
@@ -478,8 +477,39 @@ func Compatible(from, to []string) bool {
 
 func isNumeric(t string) bool { return t == "number" || t == "integer" }
 
-// ValueType returns the JSON type of a decoded JSON value.
+// ValueType returns the JSON Schema type of a decoded JSON value: whole
+// numbers are "integer"; a value JSON does not decode to is "".
 func ValueType(v any) string { return valueType(v) }
+
+// TypeName names the JSON type of a decoded value for a message: "string",
+// "number" (whole or not), "boolean", "array", "object" or "null"; a value
+// JSON does not decode to is named by its Go type.
+func TypeName(v any) string {
+	if _, ok := v.(*big.Int); ok { // a jq program's large integers
+		return "number"
+	}
+	switch t := valueType(v); t {
+	case "integer":
+		return "number"
+	case "":
+		return fmt.Sprintf("%T", v)
+	default:
+		return t
+	}
+}
+
+// TypePhrase is [TypeName] with its article, for a message: "a string",
+// "an object", "null".
+func TypePhrase(v any) string {
+	switch t := TypeName(v); {
+	case t == "null":
+		return t
+	case strings.ContainsRune("aeiou", rune(t[0])):
+		return "an " + t
+	default:
+		return "a " + t
+	}
+}
 
 func valueType(v any) string {
 	switch v := v.(type) {

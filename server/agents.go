@@ -11,6 +11,7 @@ import (
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 	"github.com/orchestra-mcp/orchestra/registry"
 	"github.com/orchestra-mcp/orchestra/schemas"
+	"github.com/orchestra-mcp/orchestra/server/tenancy"
 )
 
 // addAgents adds the configured agents to the catalog, each the tool
@@ -107,5 +108,5 @@ func (a *App) agentScope(ctx context.Context) (orchestrate.RunOptions, bool) {
 	}
 	t := a.Config.Tenants[tenant]
 	lim := t.Limits.Limits
-	return orchestrate.RunOptions{AllowTool: func(name string) bool { return allowTool(t, name) }, Limits: &lim}, true
+	return orchestrate.RunOptions{AllowTool: func(name string) bool { return tenancy.AllowsTool(t, name) }, Limits: &lim}, true
 }

@@ -14,7 +14,7 @@ import (
 
 	"github.com/orchestra-mcp/orchestra/agents"
 	"github.com/orchestra-mcp/orchestra/config"
-	"github.com/orchestra-mcp/orchestra/internal/fakeopenai"
+	"github.com/orchestra-mcp/orchestra/testutil/fakeopenai"
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 )
 

@@ -12,10 +12,10 @@ import (
 
 	"github.com/orchestra-mcp/orchestra/agents"
 	"github.com/orchestra-mcp/orchestra/config"
-	"github.com/orchestra-mcp/orchestra/internal/fakeopenai"
 	"github.com/orchestra-mcp/orchestra/llm"
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 	"github.com/orchestra-mcp/orchestra/server"
+	"github.com/orchestra-mcp/orchestra/testutil/fakeopenai"
 )
 
 // agentSampler is an MCP client's model answering an agent's sampling
@@ -143,7 +143,7 @@ func TestAgentSamplingOnInputRequests(t *testing.T) {
 	checkVersion(t, cs, v20260728)
 	res, env := runPlan(t, cs, plan(map[string]any{"id": "h", "agent": "helper", "prompt": "echo hi"}))
 	st := env.Artifact.Steps[0]
-	if !res.IsError || st.Status != orchestrate.StatusFailed || st.Error == nil || st.Error.Code != agents.CodeModelError {
+	if !res.IsError || st.Status != orchestrate.StatusFailed || st.Error == nil || st.Error.Code != orchestrate.CodeModelError {
 		t.Fatalf("step %s, error %+v; want failed with model_error", st.Status, st.Error)
 	}
 	out := agentOutput(t, st)
@@ -165,7 +165,7 @@ func TestAgentWithoutAnyModel(t *testing.T) {
 	cs := connectWith(t, app.Server, v20251125, nil)
 	res, env := runPlan(t, cs, plan(map[string]any{"id": "h", "agent": "helper", "prompt": "echo hi"}))
 	st := env.Artifact.Steps[0]
-	if !res.IsError || st.Error == nil || st.Error.Code != agents.CodeModelError {
+	if !res.IsError || st.Error == nil || st.Error.Code != orchestrate.CodeModelError {
 		t.Fatalf("step %s, error %+v; want model_error", st.Status, st.Error)
 	}
 	out := agentOutput(t, st)

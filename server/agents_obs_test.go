@@ -13,10 +13,10 @@ import (
 
 	"github.com/orchestra-mcp/orchestra/agents"
 	"github.com/orchestra-mcp/orchestra/config"
-	"github.com/orchestra-mcp/orchestra/internal/fakeopenai"
 	"github.com/orchestra-mcp/orchestra/llm"
 	"github.com/orchestra-mcp/orchestra/server"
 	"github.com/orchestra-mcp/orchestra/telemetry"
+	"github.com/orchestra-mcp/orchestra/testutil/fakeopenai"
 )
 
 // TestAgentsSpansAndProgress: an agent run's span nests under its step's,

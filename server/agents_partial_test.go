@@ -10,10 +10,10 @@ import (
 
 	"github.com/orchestra-mcp/orchestra/agents"
 	"github.com/orchestra-mcp/orchestra/config"
-	"github.com/orchestra-mcp/orchestra/internal/fakeopenai"
 	"github.com/orchestra-mcp/orchestra/llm"
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 	"github.com/orchestra-mcp/orchestra/registry"
+	"github.com/orchestra-mcp/orchestra/testutil/fakeopenai"
 )
 
 // fetchTool is a test tool that answers {"label"} unless the label is
@@ -117,7 +117,7 @@ func TestAgentPartial(t *testing.T) {
 	t.Run("stopped without results", func(t *testing.T) {
 		res, env := runPlan(t, cs, plan(map[string]any{"id": "g", "agent": "stuck", "prompt": "fetch"}, render))
 		st := env.Artifact.Steps[0]
-		if !res.IsError || env.Artifact.Status != orchestrate.StatusFailed || st.Status != orchestrate.StatusFailed || st.Error == nil || st.Error.Code != agents.CodeMaxToolSteps {
+		if !res.IsError || env.Artifact.Status != orchestrate.StatusFailed || st.Status != orchestrate.StatusFailed || st.Error == nil || st.Error.Code != orchestrate.CodeMaxToolSteps {
 			t.Fatalf("plan %s, step %s, error %+v; want failed with max_tool_steps", env.Artifact.Status, st.Status, st.Error)
 		}
 		if out := agentOutput(t, st); out.Status != agents.StatusError {
@@ -143,11 +143,11 @@ func TestAgentPartialTimeout(t *testing.T) {
 	cs := partialApp(t, fake.URL(), "slow")
 	_, env := runPlan(t, cs, plan(map[string]any{"id": "s", "agent": "slow", "prompt": "fetch", "timeout_ms": 500}))
 	st := env.Artifact.Steps[0]
-	if env.Artifact.Status != orchestrate.StatusPartial || st.Status != orchestrate.StatusPartial || st.Error == nil || st.Error.Code != agents.CodeTimeout {
+	if env.Artifact.Status != orchestrate.StatusPartial || st.Status != orchestrate.StatusPartial || st.Error == nil || st.Error.Code != orchestrate.CodeTimeout {
 		t.Fatalf("plan %s, step %s, error %+v; want partial with timeout", env.Artifact.Status, st.Status, st.Error)
 	}
 	out := agentOutput(t, st)
-	if out.Status != agents.StatusPartial || out.Error == nil || out.Error.Code != agents.CodeTimeout ||
+	if out.Status != agents.StatusPartial || out.Error == nil || out.Error.Code != orchestrate.CodeTimeout ||
 		!strings.Contains(out.Result.Text, "fetch") || !strings.Contains(out.Result.Text, "first") {
 		t.Errorf("response %+v, error %+v", out, out.Error)
 	}

@@ -15,11 +15,11 @@ import (
 
 	"github.com/orchestra-mcp/orchestra/agents"
 	"github.com/orchestra-mcp/orchestra/config"
-	"github.com/orchestra-mcp/orchestra/internal/fakeopenai"
 	"github.com/orchestra-mcp/orchestra/llm"
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 	"github.com/orchestra-mcp/orchestra/registry/mcpserver"
 	"github.com/orchestra-mcp/orchestra/server"
+	"github.com/orchestra-mcp/orchestra/testutil/fakeopenai"
 )
 
 // agentsApp starts an app whose planner (and so every agent's) model is the
@@ -303,7 +303,7 @@ func TestAgentsAllowlist(t *testing.T) {
 	}
 	out := agentOutput(t, env.Artifact.Steps[0])
 	rec := readExecution(t, cs, out.Metadata.ExecID)
-	if len(rec.Records) < 2 || rec.Records[1].Tool != "fs__write_file" || rec.Records[1].Status != "failed" || !strings.Contains(string(rec.Records[1].Error), orchestrate.CodeForbiddenTool) {
+	if len(rec.Records) < 2 || rec.Records[1].Tool != "fs__write_file" || rec.Records[1].Status != "failed" || !strings.Contains(string(rec.Records[1].Error), string(orchestrate.CodeForbiddenTool)) {
 		t.Errorf("the refused call is not a failed step of the child run: %+v", rec.Records)
 	}
 }
@@ -323,11 +323,11 @@ func TestAgentsMaxToolSteps(t *testing.T) {
 	}, nil)
 	res, env := runPlan(t, cs, plan(map[string]any{"id": "l", "agent": "looper", "prompt": "loop"}))
 	st := env.Artifact.Steps[0]
-	if !res.IsError || env.Artifact.Status != orchestrate.StatusPartial || st.Status != orchestrate.StatusPartial || st.Error == nil || st.Error.Code != agents.CodeMaxToolSteps {
+	if !res.IsError || env.Artifact.Status != orchestrate.StatusPartial || st.Status != orchestrate.StatusPartial || st.Error == nil || st.Error.Code != orchestrate.CodeMaxToolSteps {
 		t.Fatalf("plan %s, step %s, error %+v; want partial with max_tool_steps", env.Artifact.Status, st.Status, st.Error)
 	}
 	out := agentOutput(t, st)
-	if out.Status != agents.StatusPartial || out.Error == nil || out.Error.Code != agents.CodeMaxToolSteps || !strings.Contains(out.Error.Message, "after 3 turns") {
+	if out.Status != agents.StatusPartial || out.Error == nil || out.Error.Code != orchestrate.CodeMaxToolSteps || !strings.Contains(out.Error.Message, "after 3 turns") {
 		t.Errorf("response = %+v, error %+v", out, out.Error)
 	}
 	if !strings.Contains(out.Result.Text, "fs__read_text_file") || !strings.Contains(out.Result.Text, "alpha") {
@@ -371,7 +371,7 @@ func TestAgentsDepth(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(inner) != 1 || !strings.Contains(inner[0], orchestrate.CodeDepthExceeded) {
+	if len(inner) != 1 || !strings.Contains(inner[0], string(orchestrate.CodeDepthExceeded)) {
 		t.Errorf("the inner agent's orchestration was told %q; want depth_exceeded", inner)
 	}
 }
@@ -417,7 +417,7 @@ func TestAgentsTimeout(t *testing.T) {
 	}, nil)
 	res, env := runPlan(t, cs, plan(map[string]any{"id": "s", "agent": "sleepy", "prompt": "go", "timeout_ms": 300}))
 	st := env.Artifact.Steps[0]
-	if !res.IsError || st.Error == nil || st.Error.Code != agents.CodeTimeout {
+	if !res.IsError || st.Error == nil || st.Error.Code != orchestrate.CodeTimeout {
 		t.Fatalf("step %s, error %+v; want the code timeout", st.Status, st.Error)
 	}
 }

@@ -26,7 +26,7 @@ import (
 	"github.com/orchestra-mcp/orchestra/config"
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 	"github.com/orchestra-mcp/orchestra/server"
-	"github.com/orchestra-mcp/orchestra/server/servertest"
+	"github.com/orchestra-mcp/orchestra/testutil/servertest"
 )
 
 var badInputReport = flag.String("badinput-report", "", "write a Markdown table of the bad-input corpus's measurements to this `file`")
@@ -349,16 +349,16 @@ func envelopeCodes(structured any, isError bool) []string {
 		codes = append(codes, "success")
 	}
 	for _, e := range env.Artifact.ValidationErrors {
-		codes = append(codes, e.Code)
+		codes = append(codes, string(e.Code))
 	}
 	for _, e := range env.Artifact.Errors {
-		codes = append(codes, e.Code)
+		codes = append(codes, string(e.Code))
 	}
 	var walk func([]*servertest.Step)
 	walk = func(steps []*servertest.Step) {
 		for _, s := range steps {
 			if s.Error != nil {
-				codes = append(codes, s.Error.Code)
+				codes = append(codes, string(s.Error.Code))
 			}
 			walk(s.Children)
 		}

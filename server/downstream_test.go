@@ -18,7 +18,7 @@ import (
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 	"github.com/orchestra-mcp/orchestra/registry/mcpserver"
 	"github.com/orchestra-mcp/orchestra/server"
-	"github.com/orchestra-mcp/orchestra/server/servertest"
+	"github.com/orchestra-mcp/orchestra/testutil/servertest"
 )
 
 var (
@@ -349,7 +349,7 @@ func TestDirectCallCarriesMeta(t *testing.T) {
 	// At limits.max_depth (3) a downstream tool is one hop too deep.
 	res, err = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "fx__echo", Arguments: map[string]any{"text": "x"},
 		Meta: mcp.Meta{"io.github.orchestra-mcp/depth": 3}})
-	if err != nil || !res.IsError || !strings.Contains(servertest.Text(res), orchestrate.CodeDepthExceeded) {
+	if err != nil || !res.IsError || !strings.Contains(servertest.Text(res), string(orchestrate.CodeDepthExceeded)) {
 		t.Errorf("a direct call at depth 3: %v %s; want a depth_exceeded tool error", err, servertest.Text(res))
 	}
 }

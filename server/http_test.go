@@ -18,7 +18,8 @@ import (
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 	"github.com/orchestra-mcp/orchestra/registry"
 	"github.com/orchestra-mcp/orchestra/server"
-	"github.com/orchestra-mcp/orchestra/server/servertest"
+	"github.com/orchestra-mcp/orchestra/server/httpedge"
+	"github.com/orchestra-mcp/orchestra/testutil/servertest"
 )
 
 const initializeBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
@@ -93,6 +94,31 @@ func TestHTTPHealthz(t *testing.T) {
 	data, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusOK || !strings.Contains(string(data), `"status":"ok"`) {
 		t.Errorf("GET /healthz = %d %s", resp.StatusCode, data)
+	}
+}
+
+// TestHTTPJWTWiring: with server.auth.jwt the app's /mcp asks for a
+// bearer token and names the protected resource metadata, which it serves
+// at the well-known path and at that path followed by the resource's
+// (RFC 9728). The tokens themselves are httpedge's tests.
+func TestHTTPJWTWiring(t *testing.T) {
+	cfg := config.Default()
+	cfg.Server.Auth.JWT = &config.JWT{Issuer: "https://auth.example.com", Audience: "https://orchestra.example.com/mcp", JWKSURL: "http://127.0.0.1:1/keys"}
+	srv := httptestServer(t, newApp(t, cfg), server.HTTPOptions{})
+	resp, body := post(t, srv.URL+"/mcp", initializeBody, nil)
+	if want := `resource_metadata="` + srv.URL + httpedge.ProtectedResourcePath + `"`; resp.StatusCode != http.StatusUnauthorized || !strings.Contains(resp.Header.Get("WWW-Authenticate"), want) {
+		t.Errorf("POST /mcp without a token: %d, WWW-Authenticate %q, %s; want 401 naming %s", resp.StatusCode, resp.Header.Get("WWW-Authenticate"), body, want)
+	}
+	for _, path := range []string{httpedge.ProtectedResourcePath, httpedge.ProtectedResourcePath + "/mcp"} {
+		resp, err := srv.Client().Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(data), `"resource":"https://orchestra.example.com/mcp"`) {
+			t.Errorf("GET %s = %d %s", path, resp.StatusCode, data)
+		}
 	}
 }
 

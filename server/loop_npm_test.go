@@ -10,7 +10,7 @@ import (
 
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 	"github.com/orchestra-mcp/orchestra/registry/mcpserver"
-	"github.com/orchestra-mcp/orchestra/server/servertest"
+	"github.com/orchestra-mcp/orchestra/testutil/servertest"
 )
 
 // listReadReport is the job of TestLoopOverRealFiles in one call: list a
@@ -127,8 +127,9 @@ func TestLoopOverRealFiles(t *testing.T) {
 		names[i] = map[string]any{"name": fmt.Sprintf("m%03d.txt", i)}
 	}
 	for _, tc := range []struct {
-		name, source, path, code string
-		bindings                 map[string]any
+		name, source, path string
+		code               orchestrate.Code
+		bindings           map[string]any
 	}{
 		{"source that is no array", "$list.output.content", "${bindings.dir}/${file}", orchestrate.CodeNotAnArray, nil},
 		{"field the elements lack", "$bindings.names", "${bindings.dir}/${file.path}", orchestrate.CodeFieldNotFound, map[string]any{"names": names[:2]}},

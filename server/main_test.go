@@ -8,11 +8,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/orchestra-mcp/orchestra/registry/builtin"
 )
 
 // TestMain fails the package when goroutines the tests started outlive
 // them: every session, server and plan must end.
 func TestMain(m *testing.M) {
+	builtin.ServeWorker() // the test binary is its own evaluation worker
 	before := runtime.NumGoroutine()
 	code := m.Run()
 	// Fuzzing starts goroutines of its own (signal handling, workers).

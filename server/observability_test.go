@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -22,8 +24,9 @@ import (
 	"github.com/orchestra-mcp/orchestra/config"
 	"github.com/orchestra-mcp/orchestra/registry/mcpserver"
 	"github.com/orchestra-mcp/orchestra/server"
-	"github.com/orchestra-mcp/orchestra/server/servertest"
+	"github.com/orchestra-mcp/orchestra/server/secrets"
 	"github.com/orchestra-mcp/orchestra/telemetry"
+	"github.com/orchestra-mcp/orchestra/testutil/servertest"
 )
 
 // jq is a json_query step.
@@ -436,7 +439,7 @@ func TestRunLogs(t *testing.T) {
 		"web": {URL: "http://127.0.0.1:1/mcp", Headers: map[string]string{"Authorization": "Bearer " + headerSecret}, Disabled: true},
 	}
 	var buf servertest.SyncBuffer
-	log := slog.New(server.NewRedactingHandler(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}), server.Secrets(cfg)))
+	log := slog.New(secrets.NewHandler(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}), secrets.Of(cfg)))
 	app, err := server.New(t.Context(), cfg, server.Options{Logger: log})
 	if err != nil {
 		t.Fatal(err)
@@ -456,7 +459,7 @@ func TestRunLogs(t *testing.T) {
 			t.Errorf("a secret appears in the logs: %q", s)
 		}
 	}
-	if !strings.Contains(out, server.Redacted) {
+	if !strings.Contains(out, secrets.Redacted) {
 		t.Error("nothing was redacted, though the failing step's error holds secrets")
 	}
 	execID := env["artifact_id"].(string)
@@ -775,5 +778,22 @@ func TestEveryObserverSeesEveryStepEndOnce(t *testing.T) {
 	}
 	if starts != len(spans) {
 		t.Errorf("%d progress notifications of a start, %d step spans", starts, len(spans))
+	}
+}
+
+// TestSetLevelRejectsUnknownLevels checks that logging/setLevel refuses a
+// level the specification does not define with invalid params, and takes
+// every level it does.
+func TestSetLevelRejectsUnknownLevels(t *testing.T) {
+	cs := connectInMemory(t, newApp(t, nil), v20251125)
+	err := cs.SetLoggingLevel(t.Context(), &mcp.SetLoggingLevelParams{Level: "bogus"})
+	var rpcErr *jsonrpc.Error
+	if !errors.As(err, &rpcErr) || rpcErr.Code != jsonrpc.CodeInvalidParams || !strings.Contains(rpcErr.Message, `"bogus"`) || !strings.Contains(rpcErr.Message, "warning") {
+		t.Fatalf("setLevel bogus: err = %v; want invalid params naming the level and the valid ones", err)
+	}
+	for _, level := range []mcp.LoggingLevel{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"} {
+		if err := cs.SetLoggingLevel(t.Context(), &mcp.SetLoggingLevelParams{Level: level}); err != nil {
+			t.Errorf("setLevel %s: %v", level, err)
+		}
 	}
 }

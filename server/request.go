@@ -10,6 +10,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/orchestra-mcp/orchestra/orchestrate"
+	"github.com/orchestra-mcp/orchestra/server/progress"
+	"github.com/orchestra-mcp/orchestra/server/runlog"
 	"github.com/orchestra-mcp/orchestra/toolcontext"
 )
 
@@ -29,10 +31,10 @@ func (a *App) orchestrateHandler() mcp.ToolHandler {
 		ctx, tenant, inTenant := a.withTenant(ctx, req, &ro)
 		ids, _ := toolcontext.IDsFrom(ctx)
 		ro.Logger = a.log.With("request_id", ids.RequestID, "user_id", ids.UserID, "tenant", ids.Tenant)
-		if p := newProgress(ctx, req); p != nil {
-			ro.Hooks = p.hooks()
+		if p := progress.For(ctx, req); p != nil {
+			ro.Hooks = p.Hooks()
 		}
-		ro.Hooks = orchestrate.ComposeHooks(ro.Hooks, clientLogHooks(ctx, req, a.secrets, &a.logLevels))
+		ro.Hooks = orchestrate.ComposeHooks(ro.Hooks, runlog.ClientHooks(ctx, req, a.secrets, &a.logLevels))
 		ro.Elicit = elicitFor(req)
 		e := a.Engine.With(ro)
 		return e.Handler(orchestrate.HandlerOptions{
@@ -44,6 +46,44 @@ func (a *App) orchestrateHandler() mcp.ToolHandler {
 				return a.prompt(ctx, e, req, r)
 			},
 		})(ctx, req)
+	}
+}
+
+// callContext returns the context a tool call runs in: it ends when the
+// app drains (shutdown), and, for a call that arrived over HTTP, when the
+// client drops the connection or cancels the call.
+func (a *App) callContext(ctx context.Context, req *mcp.CallToolRequest) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	stopDrain := context.AfterFunc(a.drain, cancel)
+	stopHTTP := func() bool { return false }
+	if httpCtx, ok := a.calls.Context(req); ok {
+		stopHTTP = context.AfterFunc(httpCtx, cancel)
+	}
+	return ctx, func() { stopHTTP(); stopDrain(); cancel() }
+}
+
+// elicitFor returns how ask_user asks the user of req's client: MCP
+// elicitation, when the client declared it and its protocol lets a tool
+// handler send requests (before 2026-07-28); nil otherwise, and ask_user
+// then pauses the run for the client to answer.
+func elicitFor(req *mcp.CallToolRequest) orchestrate.Elicit {
+	if req == nil || req.Session == nil {
+		return nil
+	}
+	ip := req.Session.InitializeParams()
+	if ip == nil || ip.Capabilities == nil || ip.Capabilities.Elicitation == nil || ip.ProtocolVersion == "" || ip.ProtocolVersion >= "2026-07-28" {
+		return nil
+	}
+	ss := req.Session
+	return func(ctx context.Context, message string, schema map[string]any) (string, map[string]any, error) {
+		if schema == nil {
+			schema = map[string]any{"type": "object", "properties": map[string]any{}}
+		}
+		res, err := ss.Elicit(ctx, &mcp.ElicitParams{Message: message, RequestedSchema: schema})
+		if err != nil {
+			return "", nil, err
+		}
+		return res.Action, res.Content, nil
 	}
 }
 
@@ -119,7 +159,7 @@ func validCallerID(s string) bool {
 }
 
 // withCaller records the authenticated caller of req, if any, as the
-// user id of its runs: their records belong to it (see CallerScope).
+// user id of its runs: their records belong to it (see tenancy.CallerScope).
 func withCaller(ctx context.Context, req *mcp.CallToolRequest) context.Context {
 	if req.Extra == nil || req.Extra.TokenInfo == nil || req.Extra.TokenInfo.UserID == "" {
 		return ctx

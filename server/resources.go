@@ -13,8 +13,19 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/orchestra-mcp/orchestra/server/tenancy"
 	"github.com/orchestra-mcp/orchestra/store"
 )
+
+// ExecutionsURI is the MCP resource that lists execution records, newest
+// first; RecordURI names one record.
+const ExecutionsURI = "orchestra://executions"
+
+// RecordURI is the MCP resource of the execution record of run execID.
+func RecordURI(execID string) string { return ExecutionsURI + "/" + execID }
+
+// InsightsURI is the MCP resource of the insights learned from past runs.
+const InsightsURI = "orchestra://insights"
 
 // defaultPage is how many runs a page of orchestra://executions lists.
 const defaultPage = 20
@@ -23,7 +34,7 @@ const defaultPage = 20
 // orchestra://executions lists recent runs, newest first, a page at a time
 // (orchestra://executions?cursor=...&limit=...&status=... for the others),
 // and orchestra://executions/{exec_id} is one run's envelope and steps. An
-// authenticated caller reads only the runs it started (CallerScope).
+// authenticated caller reads only the runs it started (tenancy.CallerScope).
 func (a *App) addResources() {
 	a.Server.AddResource(&mcp.Resource{
 		URI:         ExecutionsURI,
@@ -159,7 +170,7 @@ func ListPage(ctx context.Context, st *store.Store, opts store.ListOptions) (Exe
 
 func (a *App) readExecutions(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 	uri := req.Params.URI
-	opts := store.ListOptions{Limit: defaultPage, Scope: CallerScope(req.Extra)}
+	opts := store.ListOptions{Limit: defaultPage, Scope: tenancy.CallerScope(req.Extra)}
 	if _, query, ok := strings.Cut(uri, "?"); ok {
 		q, err := url.ParseQuery(query)
 		if err != nil {
@@ -191,7 +202,7 @@ func (a *App) readExecution(ctx context.Context, req *mcp.ReadResourceRequest) (
 	if err != nil || id == "" {
 		return nil, mcp.ResourceNotFoundError(uri)
 	}
-	run, steps, err := a.store.GetIn(ctx, CallerScope(req.Extra), id)
+	run, steps, err := a.store.GetIn(ctx, tenancy.CallerScope(req.Extra), id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, mcp.ResourceNotFoundError(uri)
 	}
@@ -209,4 +220,27 @@ func jsonResource(uri string, v any) (*mcp.ReadResourceResult, error) {
 		return nil, fmt.Errorf("encoding %s: %w", uri, err)
 	}
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "application/json", Text: string(data)}}}, nil
+}
+
+// InsightsPage is the content of orchestra://insights.
+type InsightsPage struct {
+	Insights []store.Insight `json:"insights"`
+}
+
+// addInsightsResource serves orchestra://insights: the lessons learned from
+// past runs, the most seen first. An authenticated caller reads its own.
+func (a *App) addInsightsResource() {
+	a.Server.AddResource(&mcp.Resource{
+		URI:         InsightsURI,
+		Name:        "insights",
+		Title:       "Lessons from past runs",
+		Description: "What past runs taught about each tool (validation errors a repair fixed, tool errors with their arguments, timeouts), the most seen first; the planner is shown those of the tools it offers.",
+		MIMEType:    "application/json",
+	}, func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		ins, err := a.store.Insights(ctx, store.InsightQuery{Scope: tenancy.CallerScope(req.Extra)})
+		if err != nil {
+			return nil, err
+		}
+		return jsonResource(req.Params.URI, InsightsPage{Insights: ins})
+	})
 }

@@ -14,8 +14,9 @@ import (
 	"github.com/orchestra-mcp/orchestra/llm"
 	"github.com/orchestra-mcp/orchestra/registry/mcpserver"
 	"github.com/orchestra-mcp/orchestra/server"
-	"github.com/orchestra-mcp/orchestra/server/servertest"
+	"github.com/orchestra-mcp/orchestra/server/secrets"
 	"github.com/orchestra-mcp/orchestra/store"
+	"github.com/orchestra-mcp/orchestra/testutil/servertest"
 )
 
 // newLoggedApp builds an app whose log goes, redacted as the CLI's does,
@@ -23,7 +24,7 @@ import (
 func newLoggedApp(t *testing.T, cfg *config.Config) (*server.App, *servertest.SyncBuffer) {
 	t.Helper()
 	logs := &servertest.SyncBuffer{}
-	log := slog.New(server.NewRedactingHandler(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}), server.Secrets(cfg)))
+	log := slog.New(secrets.NewHandler(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}), secrets.Of(cfg)))
 	app, err := server.New(t.Context(), cfg, server.Options{Version: "test", Logger: log})
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,6 +28,11 @@ import (
 	"github.com/orchestra-mcp/orchestra/registry/builtin"
 	"github.com/orchestra-mcp/orchestra/registry/mcpserver"
 	"github.com/orchestra-mcp/orchestra/schemas"
+	"github.com/orchestra-mcp/orchestra/server/httpedge"
+	"github.com/orchestra-mcp/orchestra/server/records"
+	"github.com/orchestra-mcp/orchestra/server/runlog"
+	"github.com/orchestra-mcp/orchestra/server/secrets"
+	"github.com/orchestra-mcp/orchestra/server/tenancy"
 	"github.com/orchestra-mcp/orchestra/store"
 	"github.com/orchestra-mcp/orchestra/telemetry"
 	"github.com/orchestra-mcp/orchestra/toolcontext"
@@ -72,13 +78,16 @@ type App struct {
 	planner *plannerSetup
 	// tenantPlanners are the planners of the tenants' prompts, by tenant.
 	tenantPlanners map[string]*tenantPlanner
-	tokens         *tokenSet // nil without HTTP authentication
+	tokens         *httpedge.Tokens // nil without HTTP authentication
 	store          *store.Store
 	tel            *telemetry.Telemetry
 	secrets        []string // never logged to clients
 
-	logLevels logLevels // which clients receive logging notifications
-	calls     httpCalls // tools/call requests in flight over HTTP
+	logLevels runlog.Levels  // which clients receive logging notifications
+	calls     httpedge.Calls // tools/call requests in flight over HTTP
+
+	workers   builtin.Workers   // the worker processes of json_query and render
+	listeners builtin.Listeners // the addresses ServeHTTP serves on, which http_request refuses
 
 	downstream *mcpserver.Manager // nil without mcpServers
 	agents     []*agents.Agent    // the configured agents, sorted by name
@@ -97,7 +106,9 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		opts.Version = version.String()
 	}
 	cat := registry.NewCatalog()
-	builtins := append(builtin.Tools(cfg.Builtins), builtin.AskUser())
+	a := &App{Config: cfg, Catalog: cat, log: log, exposed: map[string]bool{}}
+	a.closers = append(a.closers, a.workers.Close) // the last to close
+	builtins := append(builtin.Tools(cfg.Builtins, builtin.Options{Workers: &a.workers, Listeners: &a.listeners}), builtin.AskUser())
 	for i := range builtins {
 		builtins[i].Source = "builtin"
 	}
@@ -107,16 +118,12 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	if err := cat.Add(opts.Tools...); err != nil {
 		return nil, err
 	}
-	a := &App{Config: cfg, Catalog: cat, log: log, exposed: map[string]bool{}}
 	a.slots = fairshare.New(fairshare.Options{Slots: cfg.Limits.MaxConcurrentPlans, OwnerShare: cfg.Limits.PlansPerOwner, TenantShare: cfg.Limits.PlansPerTenant})
-	tokens, err := loadTokens(cfg.Server.Auth, os.LookupEnv)
+	tokens, err := httpedge.LoadTokens(cfg.Server.Auth, tenancy.NewTable(cfg.Tenants), os.LookupEnv)
 	if err != nil {
 		return nil, err
 	}
 	a.tokens = tokens
-	if tokens != nil {
-		tokens.tenants = newTenantTable(cfg.Tenants)
-	}
 	a.drain, a.cancel = context.WithCancel(context.Background())
 	if a.store, err = openStore(ctx, cfg, opts.Store, log); err != nil {
 		return nil, err
@@ -137,10 +144,10 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		}
 		a.closers = append(a.closers, func() error { return a.tel.Shutdown(context.Background()) })
 	}
-	a.secrets = Secrets(cfg)
+	a.secrets = secrets.Of(cfg)
 	// A plan may never start an orchestration on its own server.
 	forbidden := func(name string) bool { return name == orchestrate.ToolName }
-	learned := &lessons{st: a.store, log: log}
+	learned := records.NewLessons(a.store, log)
 	// The engine's hooks feed the records, the insights, the logs and the telemetry;
 	// requests add progress and client logs (orchestrateHandler).
 	a.Engine = orchestrate.NewEngine(orchestrate.Options{
@@ -148,12 +155,12 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		Limits:      cfg.EngineLimits(),
 		Logger:      log,
 		Forbidden:   forbidden,
-		Hooks:       orchestrate.ComposeHooks(newRecorder(a.store, log).hooks(), learned.hooks(), logHooks(log), a.tel.Hooks()),
+		Hooks:       orchestrate.ComposeHooks(records.NewRecorder(a.store, log).Hooks(), learned.Hooks(), runlog.Hooks(log), a.tel.Hooks()),
 		StepContext: a.tel.StepContext,
 		Record:      RecordURI,
-		Redact:      func(s string) string { return RedactText(s, a.secrets) },
+		Redact:      func(s string) string { return secrets.Redact(s, a.secrets) },
 		Response:    cfg.Server.Response,
-		Pauses:      &pauses{st: a.store, log: log},
+		Pauses:      records.NewPauses(a.store, log),
 		ClientFinal: clientFinal(cfg.ClientFinalTools),
 	})
 	if a.planner, err = newPlanner(cfg, cat, a.Engine, forbidden, learned, log); err != nil {
@@ -172,12 +179,49 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	})
 	a.addResources()
 	a.addInsightsResource()
-	a.Server.AddReceivingMiddleware(a.unknownTools, a.tenantTools, a.logLevels.middleware)
+	a.Server.AddReceivingMiddleware(a.unknownTools, a.tenantTools, a.logLevels.Middleware)
 	a.sync()
 	cat.OnChange(a.sync)
 	a.startDownstream(ctx, opts.Version)
 	built = true
 	return a, nil
+}
+
+// openStore opens the execution store at path: opts.Store, else the
+// configuration's store.path, else memory.
+func openStore(ctx context.Context, cfg *config.Config, path string, log *slog.Logger) (*store.Store, error) {
+	if path == "" {
+		path = cfg.Store.Path
+	}
+	if path == "" {
+		path = store.Memory
+	}
+	// A server asked to stop as it starts still opens its store: it
+	// recovers the runs a crash left and closes cleanly.
+	return store.Open(context.WithoutCancel(ctx), path, store.Options{
+		Retention: store.Retention{MaxAge: cfg.Store.Retention.MaxAge.D(), MaxRuns: cfg.Store.Retention.MaxRuns},
+		Logger:    log,
+		Lease:     cfg.Store.Lease.D(),
+	})
+}
+
+// Store returns the app's execution store.
+func (a *App) Store() *store.Store { return a.store }
+
+// clientFinal returns whether the configuration marks a tool client-final
+// (client_final_tools, globs over tool names).
+func clientFinal(globs []string) func(string) bool {
+	if len(globs) == 0 {
+		return nil
+	}
+	return func(name string) bool {
+		for _, g := range globs {
+			if ok, _ := path.Match(g, name); ok {
+				return true
+			}
+		}
+		return false
+	}
 }
 
 // unknownTools answers a call of a tool the server does not list with an

@@ -14,6 +14,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/orchestra-mcp/orchestra/internal/jsonrpcerr"
 )
 
 // lineTransport serves MCP over a newline-delimited stream, one JSON-RPC
@@ -150,7 +152,7 @@ func (c *lineConn) parse(line []byte, tooLong bool) jsonrpc.Message {
 	}
 	if tooLong {
 		head, tail, _ := bytes.Cut(line, []byte("\n"))
-		if _, ok := requestID(head); !ok {
+		if _, ok := jsonrpcerr.RequestID(head); !ok {
 			if id, ok := trailingID(tail); ok {
 				head = []byte(`{"id":` + id + `}`)
 			}
@@ -185,13 +187,8 @@ func jsonError(line []byte) error {
 // reject answers the request that line holds, if its id can be read, or
 // with a null id, with a JSON-RPC error.
 func (c *lineConn) reject(line []byte, code int64, msg string) {
-	var data []byte
-	if id, ok := requestID(line); ok {
-		data, _ = jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: code, Message: msg}})
-	} else {
-		data, _ = json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": code, "message": msg}})
-	}
-	_ = c.writeLine(data)
+	id, _ := jsonrpcerr.RequestID(line)
+	_ = c.writeLine(jsonrpcerr.Encode(id, code, msg))
 }
 
 func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/orchestra-mcp/orchestra/config"
-	"github.com/orchestra-mcp/orchestra/internal/fakeopenai"
 	"github.com/orchestra-mcp/orchestra/llm"
+	"github.com/orchestra-mcp/orchestra/testutil/fakeopenai"
 )
 
 // planner.stream reaches the planner: by default the planning call of a

@@ -13,8 +13,8 @@ import (
 
 	"github.com/orchestra-mcp/orchestra/config"
 	"github.com/orchestra-mcp/orchestra/server"
-	"github.com/orchestra-mcp/orchestra/server/servertest"
 	"github.com/orchestra-mcp/orchestra/store"
+	"github.com/orchestra-mcp/orchestra/testutil/servertest"
 )
 
 // tenantConfig has two tenants: a (alice) may call the probes a_*, b (bob)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 
+	"github.com/orchestra-mcp/orchestra/server/tenancy"
 	"github.com/orchestra-mcp/orchestra/store"
 	"github.com/orchestra-mcp/orchestra/viewer"
 )
@@ -17,11 +18,11 @@ func (a *App) viewerHandler() (http.Handler, error) {
 	opts := viewer.Options{Records: a.store, Logger: a.log}
 	if a.tokens != nil {
 		opts.Authenticate = func(ctx context.Context, token string) (viewer.Identity, error) {
-			ti, err := a.tokens.verify(ctx, token)
+			ti, err := a.tokens.Verify(ctx, token)
 			if err != nil {
 				return viewer.Identity{}, err
 			}
-			return viewer.Identity{Name: ti.UserID, Scope: store.OwnerScope(ti.UserID).InTenant(tenantOf(ti)), Expires: ti.Expiration}, nil
+			return viewer.Identity{Name: ti.UserID, Scope: store.OwnerScope(ti.UserID).InTenant(tenancy.Of(ti)), Expires: ti.Expiration}, nil
 		}
 	}
 	return viewer.New(opts)

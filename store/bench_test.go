@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/orchestra-mcp/orchestra/internal/pgtest"
+	"github.com/orchestra-mcp/orchestra/testutil/pgtest"
 )
 
 // BenchmarkRun records one whole run: StartRun, four RecordStep calls and

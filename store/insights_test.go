@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/orchestra-mcp/orchestra/internal/pgtest"
+	"github.com/orchestra-mcp/orchestra/testutil/pgtest"
 )
 
 func TestInsightsSurviveReopen(t *testing.T) {

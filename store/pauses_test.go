@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/orchestra-mcp/orchestra/internal/pgtest"
+	"github.com/orchestra-mcp/orchestra/testutil/pgtest"
 )
 
 // A paused run outlives its store: Close does not interrupt it, the next

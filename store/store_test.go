@@ -14,7 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/orchestra-mcp/orchestra/internal/pgtest"
+	"github.com/orchestra-mcp/orchestra/testutil/pgtest"
 )
 
 // clock is a settable time source for Options.Now.
@@ -56,7 +56,7 @@ func tempDB(t testing.TB) string {
 }
 
 // both runs a test against an in-memory and an on-disk SQLite store, and a
-// PostgreSQL one (see internal/pgtest).
+// PostgreSQL one (see testutil/pgtest).
 func both(t *testing.T, f func(t *testing.T, path string)) {
 	t.Run("memory", func(t *testing.T) { f(t, Memory) })
 	t.Run("file", func(t *testing.T) { f(t, tempDB(t)) })

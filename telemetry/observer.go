@@ -194,12 +194,12 @@ func (t *Telemetry) stepEnded(i orchestrate.StepEndedInfo) {
 	}
 	sp.SetAttributes(AttrStatus.String(rec.Status), AttrAttempts.Int(rec.Attempts))
 	if rec.Error != nil {
-		sp.SetAttributes(AttrErrorCode.String(rec.Error.Code))
+		sp.SetAttributes(AttrErrorCode.String(string(rec.Error.Code)))
 	}
 	if rec.Status != orchestrate.StatusSuccess && rec.Status != orchestrate.StatusSkipped {
 		msg := rec.Status
 		if rec.Error != nil {
-			msg = rec.Error.Code + ": " + rec.Error.Message
+			msg = string(rec.Error.Code) + ": " + rec.Error.Message
 		}
 		sp.SetStatus(codes.Error, msg)
 	}
@@ -224,7 +224,7 @@ func (t *Telemetry) runFinished(i orchestrate.RunFinishedInfo) {
 		a := env.Artifact
 		status, msg = a.Status, a.Status
 		if len(a.Errors) > 0 {
-			msg = a.Errors[0].Code + ": " + a.Errors[0].Message
+			msg = string(a.Errors[0].Code) + ": " + a.Errors[0].Message
 		} else if len(a.ValidationErrors) > 0 {
 			msg = "validation: " + a.ValidationErrors[0].Message
 		}

@@ -9,21 +9,8 @@ import (
 
 	"github.com/orchestra-mcp/orchestra/budget"
 	"github.com/orchestra-mcp/orchestra/llm"
+	"github.com/orchestra-mcp/orchestra/orchestrate"
 	"github.com/orchestra-mcp/orchestra/toolcontext"
-)
-
-// Error codes of a loop that did not reach an answer.
-const (
-	// CodeModelError: the model call failed.
-	CodeModelError = "model_error"
-	// CodeTimeout: the loop's deadline passed during a model call.
-	CodeTimeout = "timeout"
-	// CodeMaxToolSteps: the model still called tools when its turns were
-	// spent, and gave no answer.
-	CodeMaxToolSteps = "max_tool_steps"
-	// CodeLimitExceeded: the request's budget (package budget) had no
-	// model call left for the next turn.
-	CodeLimitExceeded = "limit_exceeded"
 )
 
 // FinalPrompt is what the model is told on its last turn, when it has
@@ -84,13 +71,13 @@ type State struct {
 
 // Error is why a loop ended without an answer.
 type Error struct {
-	Code    string
+	Code    orchestrate.Code
 	Message string
 	// Err is the model's error, if any.
 	Err error
 }
 
-func (e *Error) Error() string { return e.Code + ": " + e.Message }
+func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
 func (e *Error) Unwrap() error { return e.Err }
 
 // Result is what a loop came to.
@@ -170,13 +157,13 @@ func (l *Loop) from(ctx context.Context, res *Result, first int) *Result {
 			l.Turn(r, resp, err)
 		}
 		if err != nil {
-			code := CodeModelError
+			code := orchestrate.CodeModelError
 			var ex *budget.Exceeded
 			switch {
 			case errors.As(err, &ex):
-				code = CodeLimitExceeded
+				code = orchestrate.CodeLimitExceeded
 			case errors.Is(err, llm.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) || ctx.Err() == context.DeadlineExceeded:
-				code = CodeTimeout
+				code = orchestrate.CodeTimeout
 			}
 			res.Err = &Error{Code: code, Message: err.Error(), Err: err}
 			return res
@@ -185,7 +172,7 @@ func (l *Loop) from(ctx context.Context, res *Result, first int) *Result {
 		if len(resp.ToolCalls) == 0 || last {
 			res.Answer = strings.TrimSpace(resp.Text)
 			if len(resp.ToolCalls) > 0 && res.Answer == "" {
-				res.Err = &Error{Code: CodeMaxToolSteps, Message: fmt.Sprintf("the model still called tools after %d turns (max_tool_steps) and gave no answer", turn)}
+				res.Err = &Error{Code: orchestrate.CodeMaxToolSteps, Message: fmt.Sprintf("the model still called tools after %d turns (max_tool_steps) and gave no answer", turn)}
 			}
 			return res
 		}

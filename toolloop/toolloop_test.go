@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/orchestra-mcp/orchestra/llm"
+	"github.com/orchestra-mcp/orchestra/orchestrate"
 	"github.com/orchestra-mcp/orchestra/toolloop"
 )
 
@@ -47,7 +48,7 @@ func TestLoopMaxTurns(t *testing.T) {
 		Generate: m.Generate, MaxTurns: 2, Tools: []llm.ToolDef{{Name: "a"}},
 		Call: func(context.Context, llm.ToolCall) string { return "x" },
 	}).Run(t.Context(), []llm.Message{{Role: llm.RoleUser, Content: "goal"}})
-	if res.Err == nil || res.Err.Code != toolloop.CodeMaxToolSteps || res.Calls != 2 {
+	if res.Err == nil || res.Err.Code != orchestrate.CodeMaxToolSteps || res.Calls != 2 {
 		t.Fatalf("result = %+v, err %v", res, res.Err)
 	}
 	last := m.Requests()[2]
@@ -74,12 +75,12 @@ func TestLoopMaxCalls(t *testing.T) {
 func TestLoopModelErrors(t *testing.T) {
 	boom := func(context.Context, *llm.Request) (*llm.Response, error) { return nil, errors.New("boom") }
 	res := (&toolloop.Loop{Generate: boom}).Run(t.Context(), nil)
-	if res.Err == nil || res.Err.Code != toolloop.CodeModelError {
+	if res.Err == nil || res.Err.Code != orchestrate.CodeModelError {
 		t.Errorf("err = %v", res.Err)
 	}
 	late := func(context.Context, *llm.Request) (*llm.Response, error) { return nil, context.DeadlineExceeded }
 	res = (&toolloop.Loop{Generate: late}).Run(t.Context(), nil)
-	if res.Err == nil || res.Err.Code != toolloop.CodeTimeout {
+	if res.Err == nil || res.Err.Code != orchestrate.CodeTimeout {
 		t.Errorf("err = %v", res.Err)
 	}
 }

@@ -23,17 +23,19 @@ import (
 
 	"github.com/orchestra-mcp/orchestra/agents"
 	"github.com/orchestra-mcp/orchestra/config"
-	"github.com/orchestra-mcp/orchestra/internal/pgtest"
 	"github.com/orchestra-mcp/orchestra/llm"
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 	"github.com/orchestra-mcp/orchestra/registry"
+	"github.com/orchestra-mcp/orchestra/registry/builtin"
 	"github.com/orchestra-mcp/orchestra/server"
 	"github.com/orchestra-mcp/orchestra/store"
+	"github.com/orchestra-mcp/orchestra/testutil/pgtest"
 )
 
 var update = flag.Bool("update", false, "rewrite the viewer's screenshots in docs/ (viewer-runs.png, viewer-run.png)")
 
 func TestMain(m *testing.M) {
+	builtin.ServeWorker() // the app's json_query and friends evaluate in copies of the test binary
 	code := m.Run()
 	stopBrowser()
 	pgtest.Stop()

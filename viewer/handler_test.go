@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/orchestra-mcp/orchestra/internal/pgtest"
 	"github.com/orchestra-mcp/orchestra/store"
+	"github.com/orchestra-mcp/orchestra/testutil/pgtest"
 	"github.com/orchestra-mcp/orchestra/viewer"
 )
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/orchestra-mcp/orchestra/internal/pgtest"
+	"github.com/orchestra-mcp/orchestra/testutil/pgtest"
 )
 
 // TestTwoReplicas runs two `orchestra serve --http --stateless` on one

@@ -17,8 +17,8 @@ import (
 
 // Serve runs this process as a worker with handlers: it sets its own
 // limits, answers jobs until its parent closes its standard input, and
-// exits. It never returns. Call it from an init function when IsChild
-// reports true.
+// exits. It never returns. Call it first thing in main (and in TestMain)
+// when IsChild reports true.
 func Serve(handlers map[string]Handler) {
 	os.Exit(serve(handlers, os.Stdin, os.Stdout))
 }

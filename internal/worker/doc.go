@@ -11,15 +11,18 @@
 // deadline kills it. The server only ever loses a worker, which the pool
 // replaces.
 //
-// A program that uses workers registers its handlers and enters the worker
-// loop from an init function, so that test binaries can be workers too:
+// A program that uses workers enters the worker loop with its handlers
+// first thing in main, and its tests do the same in TestMain, so that
+// test binaries can be workers too; nothing happens because the package
+// was imported:
 //
-//	func init() {
+//	func main() {
 //		if worker.IsChild() {
 //			worker.Serve(map[string]worker.Handler{"upper": func(p []byte) ([]byte, error) {
 //				return bytes.ToUpper(p), nil
 //			}})
 //		}
+//		...
 //	}
 //
 // and calls them through a [Pool]:

@@ -31,7 +31,8 @@ type Options struct {
 	// Default one minute.
 	IdleTimeout time.Duration
 	// Executable is the program started as a worker; default the running
-	// one (/proc/self/exe), which must call Serve from an init function.
+	// one (/proc/self/exe), which must call Serve at start (first thing
+	// in main, and in TestMain for tests) when IsChild reports true.
 	Executable string
 }
 
@@ -203,6 +204,12 @@ func (p *Pool) Do(ctx context.Context, job Job) ([]byte, error) {
 
 // get returns an idle worker or starts one.
 func (p *Pool) get() (*proc, error) {
+	if IsChild() {
+		// A worker whose program did not serve at start runs the program
+		// instead; if that started workers of its own, they would do the
+		// same, each a copy more.
+		return nil, errors.New("starting a worker: this process is a worker itself; its program must call Serve before anything else when IsChild reports true")
+	}
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()

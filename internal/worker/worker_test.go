@@ -18,10 +18,11 @@ import (
 )
 
 // The test binary is its own worker.
-func init() {
+func TestMain(m *testing.M) {
 	if IsChild() {
 		Serve(testHandlers)
 	}
+	os.Exit(m.Run())
 }
 
 var sink []byte
@@ -546,5 +547,21 @@ func TestBigJobRetiresItsWorker(t *testing.T) {
 	}
 	if after := pid(); after == before || p.Started() != started+1 {
 		t.Errorf("the worker whose job grew its heap to 63 MiB served again (pid %s, then %s; %d started)", before, after, p.Started()-started)
+	}
+}
+
+// TestAWorkerStartsNoWorker: in a process started as a worker (whose
+// program did not serve at start, and so runs as itself), a pool refuses
+// to start workers rather than starting copies that would do the same.
+func TestAWorkerStartsNoWorker(t *testing.T) {
+	t.Setenv(envChild, "1")
+	p := NewPool(Options{Max: 1})
+	defer p.Close()
+	_, err := p.Do(t.Context(), Job{Handler: "echo", Payload: []byte("x"), CPU: time.Second})
+	if err == nil || !strings.Contains(err.Error(), "is a worker itself") {
+		t.Fatalf("Do in a worker: %v; want a refusal that says this process is a worker", err)
+	}
+	if n := p.Started(); n != 0 {
+		t.Errorf("%d workers started", n)
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/orchestra-mcp/orchestra/internal/bytesize"
 	"github.com/orchestra-mcp/orchestra/registry"
+	"github.com/orchestra-mcp/orchestra/schemas"
 )
 
 // argError is a problem with a tool's arguments: the model can fix it, so it
@@ -43,7 +44,7 @@ func stringArg(tool string, args map[string]any, key string) (s string, ok bool,
 	}
 	s, isString := v.(string)
 	if !isString {
-		return "", false, argErrorf("%s: argument %q must be a string, not %s", tool, key, jsonType(v))
+		return "", false, argErrorf("%s: argument %q must be a string, not %s", tool, key, schemas.TypePhrase(v))
 	}
 	return s, true, nil
 }
@@ -56,7 +57,7 @@ func objectArg(tool string, args map[string]any, key string) (map[string]any, er
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
-		return nil, argErrorf("%s: argument %q must be an object, not %s", tool, key, jsonType(v))
+		return nil, argErrorf("%s: argument %q must be an object, not %s", tool, key, schemas.TypePhrase(v))
 	}
 	return m, nil
 }
@@ -99,25 +100,6 @@ func toInt64(v any) (int64, bool) {
 	return 0, false
 }
 
-// jsonType names the JSON type of a decoded value, with its article.
-func jsonType(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "a boolean"
-	case string:
-		return "a string"
-	case float64, float32, json.Number, int, int32, int64, *big.Int:
-		return "a number"
-	case []any:
-		return "an array"
-	case map[string]any:
-		return "an object"
-	}
-	return fmt.Sprintf("a %T", v)
-}
-
 // describe names v's type and, for short scalars, the value.
 func describe(v any) string {
 	switch v := v.(type) {
@@ -128,7 +110,7 @@ func describe(v any) string {
 			return fmt.Sprintf("the string %q", v)
 		}
 	}
-	return jsonType(v)
+	return schemas.TypePhrase(v)
 }
 
 // normalizeJSON converts a decoded JSON value (or a plain Go value built by a

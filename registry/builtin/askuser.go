@@ -34,7 +34,7 @@ func AskUser() registry.Tool {
 		Description:  askUserDescription,
 		InputSchema:  schemaFor[askUserInput](),
 		OutputSchema: schemaFor[askUserOutput](),
-		Annotations:  &mcp.ToolAnnotations{Title: "Ask the user", ReadOnlyHint: true, OpenWorldHint: boolPtr(false)},
+		Annotations:  &mcp.ToolAnnotations{Title: "Ask the user", ReadOnlyHint: true, OpenWorldHint: new(false)},
 		Mode:         registry.ClientFinal,
 		Call: func(context.Context, *registry.CallRequest) (*registry.Result, error) {
 			return registry.ErrorResult("ask_user asks through a plan of agent_orchestrate: call it from a plan step"), nil

@@ -35,7 +35,7 @@ func BenchmarkEvaluate(b *testing.B) {
 			b.Run(fmt.Sprintf("tool=%s/%s", c.tool, mode), func(b *testing.B) {
 				ev := &evaluator{memory: jq.MaxMemoryBytes}
 				if mode == "worker" {
-					ev = newEvaluator(jq.MaxMemoryBytes, DefaultWorkers)
+					ev = newEvaluator(jq.MaxMemoryBytes, DefaultWorkers, testOpts.Workers)
 				}
 				tool := jsonQueryTool(jq, ev)
 				if c.tool == "render" {

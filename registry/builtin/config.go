@@ -153,19 +153,45 @@ func (c RenderConfig) withDefaults() RenderConfig {
 	return c
 }
 
+// Options are what the built-in tools share with the program that runs
+// them, which owns them.
+type Options struct {
+	// Workers are the worker processes json_query and render evaluate in;
+	// the program closes them when it is done with the tools. nil gives
+	// the tools made by one call workers of their own, whose idle workers
+	// end after a minute.
+	Workers *Workers
+	// Listeners are the addresses the program serves orchestra on:
+	// http_request refuses to connect to them. nil: none.
+	Listeners *Listeners
+
+	// hostAddrs returns this host's own addresses; nil reads the network
+	// interfaces'. Tests set it.
+	hostAddrs func() []netip.Addr
+}
+
+// workers returns the workers of the tools o makes.
+func (o Options) workers() *Workers {
+	if o.Workers == nil {
+		return &Workers{}
+	}
+	return o.Workers
+}
+
 // Tools returns the built-in tools configured by cfg: json_query, render,
 // and http_request when cfg.HTTP.AllowedHosts is not empty.
-func Tools(cfg Config) []registry.Tool {
+func Tools(cfg Config, opts Options) []registry.Tool {
 	if cfg.Workers <= 0 {
 		cfg.Workers = DefaultWorkers
 	}
+	w := opts.workers()
 	jq, render := cfg.JQ.withDefaults(), cfg.Render.withDefaults()
 	tools := []registry.Tool{
-		jsonQueryTool(jq, newEvaluator(jq.MaxMemoryBytes, cfg.Workers)),
-		renderTool(render, newEvaluator(render.MaxMemoryBytes, cfg.Workers)),
+		jsonQueryTool(jq, newEvaluator(jq.MaxMemoryBytes, cfg.Workers, w)),
+		renderTool(render, newEvaluator(render.MaxMemoryBytes, cfg.Workers, w)),
 	}
 	if len(cfg.HTTP.AllowedHosts) > 0 {
-		tools = append(tools, HTTPRequest(cfg.HTTP))
+		tools = append(tools, HTTPRequest(cfg.HTTP, opts))
 	}
 	return tools
 }

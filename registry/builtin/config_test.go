@@ -30,7 +30,7 @@ func TestDefaultConfig(t *testing.T) {
 func TestTools(t *testing.T) {
 	names := func(cfg Config) []string {
 		var out []string
-		for _, tool := range Tools(cfg) {
+		for _, tool := range Tools(cfg, testOpts) {
 			out = append(out, tool.Name)
 		}
 		return out

@@ -4,11 +4,20 @@
 // hosts the configuration allows).
 //
 // Constructors return registry.Tool values; nothing registers itself. A
-// caller adds them to a catalog:
+// caller adds them to a catalog, with what the tools share with the
+// program: the worker processes json_query and render evaluate in, and
+// the addresses the program serves on, which http_request refuses:
 //
 //	cfg := builtin.DefaultConfig()
 //	cfg.HTTP.AllowedHosts = []string{"api.github.com"}
-//	cat := registry.NewCatalog(builtin.Tools(cfg)...)
+//	var workers builtin.Workers
+//	defer workers.Close()
+//	cat := registry.NewCatalog(builtin.Tools(cfg, builtin.Options{Workers: &workers})...)
+//
+// A worker is a copy of the running program, started with a mark in its
+// environment: the program calls ServeWorker first thing in main (its
+// tests, in TestMain), which serves evaluations and exits in a worker and
+// returns at once otherwise.
 //
 // Tools reshape one step's output into the next step's arguments. In a plan:
 //

@@ -25,16 +25,20 @@ var evalFuncs = map[string]evalFunc{
 	"render":     evalRender,
 }
 
-// A program built with this package is its own worker: started as one, it
-// serves evaluations before anything else of the program runs.
-func init() {
-	if worker.IsChild() {
-		handlers := map[string]worker.Handler{}
-		for name, f := range evalFuncs {
-			handlers[name] = func(p []byte) ([]byte, error) { return f(context.Background(), p) }
-		}
-		worker.Serve(handlers)
+// ServeWorker serves evaluations, and exits, when this process was started
+// as an evaluation worker by [Workers]; otherwise it returns at once. A
+// worker is a copy of the running program: a program whose json_query and
+// render evaluate in workers calls it first thing in main, and so do the
+// tests of such a program, in TestMain.
+func ServeWorker() {
+	if !worker.IsChild() {
+		return
 	}
+	handlers := map[string]worker.Handler{}
+	for name, f := range evalFuncs {
+		handlers[name] = func(p []byte) ([]byte, error) { return f(context.Background(), p) }
+	}
+	worker.Serve(handlers)
 }
 
 // evaluator runs evaluations where their memory and CPU can be bounded: in
@@ -48,10 +52,12 @@ type evaluator struct {
 	memory int64
 }
 
-func newEvaluator(memory int64, workers int) *evaluator {
+// newEvaluator returns an evaluator within memory bytes, in a pool of w
+// with at most workers workers.
+func newEvaluator(memory int64, workers int, w *Workers) *evaluator {
 	ev := &evaluator{memory: memory}
 	if worker.Supported {
-		ev.pool = sharedPool(memory, workers)
+		ev.pool = w.pool(memory, workers)
 	}
 	return ev
 }
@@ -78,27 +84,41 @@ func caller(ctx context.Context) string {
 	return ""
 }
 
-// pools holds the process's worker pools, one for each memory budget and
-// size: the tools of every App in the process share them, and their
-// workers end when idle.
-var pools struct {
-	mu sync.Mutex
-	m  map[[2]int64]*worker.Pool
+// Workers are the worker processes json_query and render evaluate in: one
+// pool for each memory budget and size, shared by the tools made with them
+// (see [Options]). Idle workers end after a minute; Close ends them at
+// once. The zero value is ready to use, and Workers are safe for
+// concurrent use.
+type Workers struct {
+	mu    sync.Mutex
+	pools map[[2]int64]*worker.Pool
 }
 
-func sharedPool(memory int64, workers int) *worker.Pool {
-	pools.mu.Lock()
-	defer pools.mu.Unlock()
+// pool returns the pool for memory bytes and at most workers workers.
+func (w *Workers) pool(memory int64, workers int) *worker.Pool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	key := [2]int64{memory, int64(workers)}
-	if p, ok := pools.m[key]; ok {
+	if p, ok := w.pools[key]; ok {
 		return p
 	}
-	if pools.m == nil {
-		pools.m = map[[2]int64]*worker.Pool{}
+	if w.pools == nil {
+		w.pools = map[[2]int64]*worker.Pool{}
 	}
 	p := worker.NewPool(worker.Options{Max: workers, MemoryBytes: memory})
-	pools.m[key] = p
+	w.pools[key] = p
 	return p
+}
+
+// Close ends the idle workers; the tools made with w evaluate no more
+// (their calls fail with worker.ErrClosed).
+func (w *Workers) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, p := range w.pools {
+		p.Close()
+	}
+	return nil
 }
 
 // evalFailure turns an evaluator's error into the tool's: the limits and

@@ -9,7 +9,10 @@ import (
 )
 
 func ExampleJSONQuery() {
-	tool := builtin.JSONQuery(builtin.JQConfig{})
+	// The tool evaluates in worker processes, which the program owns.
+	var workers builtin.Workers
+	defer workers.Close()
+	tool := builtin.JSONQuery(builtin.JQConfig{}, builtin.Options{Workers: &workers})
 	res, err := tool.Invoke(context.Background(), &registry.CallRequest{Arguments: map[string]any{
 		"query": "[.items[] | select(.stars >= $min) | .name]",
 		"input": map[string]any{"items": []any{
@@ -26,7 +29,9 @@ func ExampleJSONQuery() {
 }
 
 func ExampleRender() {
-	tool := builtin.Render(builtin.RenderConfig{})
+	var workers builtin.Workers
+	defer workers.Close()
+	tool := builtin.Render(builtin.RenderConfig{}, builtin.Options{Workers: &workers})
 	res, err := tool.Invoke(context.Background(), &registry.CallRequest{Arguments: map[string]any{
 		"template": `{{len .names}} found: {{join ", " .names | upper}}`,
 		"values":   map[string]any{"names": []any{"gojq", "jq"}},
@@ -41,7 +46,7 @@ func ExampleRender() {
 func ExampleTools() {
 	cfg := builtin.DefaultConfig()
 	cfg.HTTP.AllowedHosts = []string{"api.github.com", "*.example.com"}
-	cat := registry.NewCatalog(builtin.Tools(cfg)...)
+	cat := registry.NewCatalog(builtin.Tools(cfg, builtin.Options{})...)
 	fmt.Println(cat.Names())
 	// Output: [http_request json_query render]
 }

@@ -38,8 +38,8 @@ func TestHostileEvaluations(t *testing.T) {
 	if !worker.Supported {
 		t.Skip("workers are not supported on this platform")
 	}
-	jq := JSONQuery(JQConfig{MaxMemoryBytes: 64 << 20, Timeout: Duration(time.Second)})
-	render := Render(RenderConfig{MaxMemoryBytes: 64 << 20, Timeout: Duration(time.Second), MaxOutputBytes: 1 << 30})
+	jq := JSONQuery(JQConfig{MaxMemoryBytes: 64 << 20, Timeout: Duration(time.Second)}, testOpts)
+	render := Render(RenderConfig{MaxMemoryBytes: 64 << 20, Timeout: Duration(time.Second), MaxOutputBytes: 1 << 30}, testOpts)
 	memory := []string{"needed more than 64 MiB of memory", "max_memory_bytes"}
 	cpu := []string{"did not finish within 1s of CPU time", ".timeout"}
 	tests := []struct {
@@ -81,7 +81,7 @@ func TestInnocentNotBlamed(t *testing.T) {
 	if !worker.Supported {
 		t.Skip("workers are not supported on this platform")
 	}
-	jq := JSONQuery(JQConfig{MaxMemoryBytes: 64 << 20})
+	jq := JSONQuery(JQConfig{MaxMemoryBytes: 64 << 20}, testOpts)
 	hostile := make(chan *registry.Result, 1)
 	go func() {
 		res, _ := jq.Invoke(t.Context(), &registry.CallRequest{Arguments: map[string]any{"query": `reduce range(40) as $i ("a"; . + .)`}})

@@ -24,6 +24,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/orchestra-mcp/orchestra/registry"
+	"github.com/orchestra-mcp/orchestra/schemas"
 	"github.com/orchestra-mcp/orchestra/toolcontext"
 )
 
@@ -53,21 +54,21 @@ var httpMethods = []string{"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"}
 // HTTPRequest returns the http_request tool, which makes an HTTP request to
 // a host in cfg.AllowedHosts. Unless cfg.AllowPrivateNetworks is set it
 // refuses to connect to non-public addresses, checked on the address
-// actually dialed.
-func HTTPRequest(cfg HTTPConfig) registry.Tool {
-	return httpRequestTool(cfg, nil)
+// actually dialed, and always to opts.Listeners.
+func HTTPRequest(cfg HTTPConfig, opts Options) registry.Tool {
+	return httpRequestTool(cfg, opts, nil)
 }
 
 // httpRequestTool builds http_request. exempt, when not nil, lets the dial
 // guard pass the addresses it reports true for (tests use it to stand a
 // loopback server in for a public one).
-func httpRequestTool(cfg HTTPConfig, exempt func(netip.AddrPort) bool) registry.Tool {
+func httpRequestTool(cfg HTTPConfig, opts Options, exempt func(netip.AddrPort) bool) registry.Tool {
 	cfg = cfg.withDefaults()
-	h := newHTTPTool(cfg, exempt)
+	h := newHTTPTool(cfg, opts, exempt)
 	in := schemaFor[httpInput]()
 	in.Properties["method"].Enum = []any{"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"}
 	in.Properties["method"].Default = json.RawMessage(`"GET"`)
-	in.Properties["url"].MinLength = jsonschemaPtr(1)
+	in.Properties["url"].MinLength = new(1)
 	in.Properties["timeout_ms"].Minimum = jsonschema.Ptr(1.0)
 	out := schemaFor[httpOutput]()
 	out.Properties["body_encoding"].Enum = []any{"utf-8", "base64"}
@@ -80,9 +81,9 @@ func httpRequestTool(cfg HTTPConfig, exempt func(netip.AddrPort) bool) registry.
 		Annotations: &mcp.ToolAnnotations{
 			Title:           "HTTP request",
 			ReadOnlyHint:    false,
-			DestructiveHint: boolPtr(true),
+			DestructiveHint: new(true),
 			IdempotentHint:  false,
-			OpenWorldHint:   boolPtr(true),
+			OpenWorldHint:   new(true),
 		},
 		Source: Source,
 		Call: func(ctx context.Context, req *registry.CallRequest) (*registry.Result, error) {
@@ -102,13 +103,16 @@ type httpTool struct {
 	timeout time.Duration
 }
 
-func newHTTPTool(cfg HTTPConfig, exempt func(netip.AddrPort) bool) *httpTool {
+func newHTTPTool(cfg HTTPConfig, opts Options, exempt func(netip.AddrPort) bool) *httpTool {
 	h := &httpTool{cfg: cfg, hosts: newHostMatcher(cfg.AllowedHosts), timeout: cfg.Timeout.D()}
 	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second, Resolver: cfg.Resolver}
 	if exempt == nil {
 		exempt = cfg.AllowAddr
 	}
-	own := hostAddrs
+	own := opts.hostAddrs
+	if own == nil {
+		own = (&hostAddrs{}).get
+	}
 	dialer.ControlContext = func(_ context.Context, _, address string, _ syscall.RawConn) error {
 		ap, err := netip.ParseAddrPort(address)
 		if err != nil {
@@ -117,7 +121,7 @@ func newHTTPTool(cfg HTTPConfig, exempt func(netip.AddrPort) bool) *httpTool {
 		if exempt != nil && exempt(ap) {
 			return nil
 		}
-		if selfAddr(ap, own) {
+		if opts.Listeners.reaches(ap, own) {
 			return &selfError{addr: ap.String()}
 		}
 		if cfg.AllowPrivateNetworks {
@@ -382,7 +386,7 @@ func (h *httpTool) buildRequest(args map[string]any) (*http.Request, time.Durati
 	for k, v := range headers {
 		s, ok := v.(string)
 		if !ok {
-			return nil, 0, argErrorf("http_request: header %q must be a string, not %s", k, jsonType(v))
+			return nil, 0, argErrorf("http_request: header %q must be a string, not %s", k, schemas.TypePhrase(v))
 		}
 		switch {
 		case !validHeaderName(k):
@@ -465,7 +469,7 @@ func queryValues(key string, v any) ([]string, error) {
 		}
 		return out, nil
 	}
-	return nil, argErrorf("http_request: query parameter %q must be a string, number, boolean or an array of them, not %s", key, jsonType(v))
+	return nil, argErrorf("http_request: query parameter %q must be a string, number, boolean or an array of them, not %s", key, schemas.TypePhrase(v))
 }
 
 // validHeaderName reports whether name is an HTTP token.

@@ -79,7 +79,7 @@ func newTestServer(t *testing.T) (*httptest.Server, *atomic.Int64) {
 
 func TestHTTPRequest(t *testing.T) {
 	srv, _ := newTestServer(t)
-	tool := HTTPRequest(HTTPConfig{AllowedHosts: []string{"127.0.0.1"}, AllowPrivateNetworks: true})
+	tool := HTTPRequest(HTTPConfig{AllowedHosts: []string{"127.0.0.1"}, AllowPrivateNetworks: true}, testOpts)
 	tests := []struct {
 		name string
 		args map[string]any
@@ -182,7 +182,7 @@ func TestHTTPRequest(t *testing.T) {
 
 func TestHTTPRequestHeaders(t *testing.T) {
 	srv, _ := newTestServer(t)
-	tool := HTTPRequest(HTTPConfig{AllowedHosts: []string{"127.0.0.1"}, AllowPrivateNetworks: true})
+	tool := HTTPRequest(HTTPConfig{AllowedHosts: []string{"127.0.0.1"}, AllowPrivateNetworks: true}, testOpts)
 	res, err := call(t, tool, fmt.Sprintf(`{"url": %q}`, srv.URL+"/json"))
 	if err != nil || res.IsError {
 		t.Fatalf("got %v, %v", res.Text(), err)
@@ -198,7 +198,7 @@ func TestHTTPRequestHeaders(t *testing.T) {
 
 func TestHTTPRequestBodyLimit(t *testing.T) {
 	srv, _ := newTestServer(t)
-	tool := HTTPRequest(HTTPConfig{AllowedHosts: []string{"127.0.0.1"}, AllowPrivateNetworks: true, MaxResponseBytes: 10})
+	tool := HTTPRequest(HTTPConfig{AllowedHosts: []string{"127.0.0.1"}, AllowPrivateNetworks: true, MaxResponseBytes: 10}, testOpts)
 	for _, tt := range []struct {
 		path      string
 		body      string
@@ -238,7 +238,7 @@ func TestHTTPRequestGzipBomb(t *testing.T) {
 		zw.Close()
 	}))
 	defer srv.Close()
-	tool := HTTPRequest(HTTPConfig{AllowedHosts: []string{"127.0.0.1"}, AllowPrivateNetworks: true, MaxResponseBytes: 1 << 20})
+	tool := HTTPRequest(HTTPConfig{AllowedHosts: []string{"127.0.0.1"}, AllowPrivateNetworks: true, MaxResponseBytes: 1 << 20}, testOpts)
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	res, err := call(t, tool, fmt.Sprintf(`{"url": %q}`, srv.URL))
@@ -260,7 +260,7 @@ func TestHTTPRequestTruncatedUTF8(t *testing.T) {
 		fmt.Fprint(w, "aé") // 'é' is two bytes: a 2-byte cap cuts it in half
 	}))
 	defer srv.Close()
-	tool := HTTPRequest(HTTPConfig{AllowedHosts: []string{"127.0.0.1"}, AllowPrivateNetworks: true, MaxResponseBytes: 2})
+	tool := HTTPRequest(HTTPConfig{AllowedHosts: []string{"127.0.0.1"}, AllowPrivateNetworks: true, MaxResponseBytes: 2}, testOpts)
 	res, err := call(t, tool, fmt.Sprintf(`{"url": %q}`, srv.URL))
 	if err != nil || res.IsError {
 		t.Fatalf("got %v, %v", res.Text(), err)
@@ -274,12 +274,12 @@ func TestHTTPRequestTruncatedUTF8(t *testing.T) {
 func TestHTTPRequestRedirects(t *testing.T) {
 	srv, _ := newTestServer(t)
 	t.Run("limit", func(t *testing.T) {
-		tool := HTTPRequest(HTTPConfig{AllowedHosts: []string{"127.0.0.1"}, AllowPrivateNetworks: true, MaxRedirects: 2})
+		tool := HTTPRequest(HTTPConfig{AllowedHosts: []string{"127.0.0.1"}, AllowPrivateNetworks: true, MaxRedirects: 2}, testOpts)
 		res, err := call(t, tool, fmt.Sprintf(`{"url": %q}`, srv.URL+"/loop"))
 		wantToolError(t, res, err, "stopped after 2 redirects", "http_request.max_redirects")
 	})
 	t.Run("not followed", func(t *testing.T) {
-		tool := HTTPRequest(HTTPConfig{AllowedHosts: []string{"127.0.0.1"}, AllowPrivateNetworks: true, MaxRedirects: -1})
+		tool := HTTPRequest(HTTPConfig{AllowedHosts: []string{"127.0.0.1"}, AllowPrivateNetworks: true, MaxRedirects: -1}, testOpts)
 		res, err := call(t, tool, fmt.Sprintf(`{"url": %q}`, srv.URL+"/loop"))
 		if err != nil || res.IsError {
 			t.Fatalf("got %v, %v", res.Text(), err)
@@ -290,13 +290,13 @@ func TestHTTPRequestRedirects(t *testing.T) {
 		}
 	})
 	t.Run("to a host not allowed", func(t *testing.T) {
-		tool := HTTPRequest(HTTPConfig{AllowedHosts: []string{"127.0.0.1"}, AllowPrivateNetworks: true})
+		tool := HTTPRequest(HTTPConfig{AllowedHosts: []string{"127.0.0.1"}, AllowPrivateNetworks: true}, testOpts)
 		to := strings.Replace(srv.URL, "127.0.0.1", "localhost", 1) + "/text"
 		res, err := call(t, tool, fmt.Sprintf(`{"url": %q}`, srv.URL+"/redirect?to="+url.QueryEscape(to)))
 		wantToolError(t, res, err, "redirected to a host that is not allowed", `"localhost"`, "http_request.allowed_hosts")
 	})
 	t.Run("to another scheme", func(t *testing.T) {
-		tool := HTTPRequest(HTTPConfig{AllowedHosts: []string{"127.0.0.1"}, AllowPrivateNetworks: true})
+		tool := HTTPRequest(HTTPConfig{AllowedHosts: []string{"127.0.0.1"}, AllowPrivateNetworks: true}, testOpts)
 		res, err := call(t, tool, fmt.Sprintf(`{"url": %q}`, srv.URL+"/redirect?to="+url.QueryEscape("ftp://127.0.0.1/x")))
 		wantToolError(t, res, err, "only http and https")
 	})
@@ -307,7 +307,7 @@ func TestHTTPRequestRedirects(t *testing.T) {
 func TestHTTPRequestPrivateNetworks(t *testing.T) {
 	srv, hits := newTestServer(t)
 	port := srv.URL[strings.LastIndexByte(srv.URL, ':')+1:]
-	tool := HTTPRequest(HTTPConfig{AllowedHosts: []string{"*"}})
+	tool := HTTPRequest(HTTPConfig{AllowedHosts: []string{"*"}}, testOpts)
 	for _, u := range []string{
 		srv.URL + "/json",
 		"http://localhost:" + port + "/json",
@@ -332,7 +332,7 @@ func TestHTTPRequestRedirectToPrivate(t *testing.T) {
 	public, publicHits := newTestServer(t)
 	private, privateHits := newTestServer(t)
 	publicAddr := netip.MustParseAddrPort(strings.TrimPrefix(public.URL, "http://"))
-	tool := httpRequestTool(HTTPConfig{AllowedHosts: []string{"127.0.0.1", "localhost"}},
+	tool := httpRequestTool(HTTPConfig{AllowedHosts: []string{"127.0.0.1", "localhost"}}, testOpts,
 		func(ap netip.AddrPort) bool { return ap == publicAddr })
 
 	// The stand-in is reachable.
@@ -355,7 +355,7 @@ func TestHTTPRequestRedirectToPrivate(t *testing.T) {
 
 func TestHTTPRequestTransportErrors(t *testing.T) {
 	srv, _ := newTestServer(t)
-	tool := HTTPRequest(HTTPConfig{AllowedHosts: []string{"127.0.0.1"}, AllowPrivateNetworks: true})
+	tool := HTTPRequest(HTTPConfig{AllowedHosts: []string{"127.0.0.1"}, AllowPrivateNetworks: true}, testOpts)
 
 	t.Run("timeout", func(t *testing.T) {
 		_, err := call(t, tool, fmt.Sprintf(`{"url": %q, "timeout_ms": 50}`, srv.URL+"/hang"))
@@ -385,7 +385,7 @@ func TestHTTPRequestTransportErrors(t *testing.T) {
 }
 
 func TestHTTPRequestArgumentErrors(t *testing.T) {
-	tool := HTTPRequest(HTTPConfig{AllowedHosts: []string{"api.example.com", "*.example.org"}})
+	tool := HTTPRequest(HTTPConfig{AllowedHosts: []string{"api.example.com", "*.example.org"}}, testOpts)
 	tests := []struct {
 		name      string
 		args      string
@@ -452,7 +452,7 @@ func TestHostMatcher(t *testing.T) {
 }
 
 func TestHTTPRequestDescription(t *testing.T) {
-	desc := HTTPRequest(HTTPConfig{AllowedHosts: []string{"api.example.com"}}).Description
+	desc := HTTPRequest(HTTPConfig{AllowedHosts: []string{"api.example.com"}}, testOpts).Description
 	for _, want := range []string{"NOT tool failures", "api.example.com", "non-public addresses are refused", "at most 5 redirects", "30s", "4 MiB"} {
 		if !strings.Contains(desc, want) {
 			t.Errorf("description does not mention %q:\n%s", want, desc)

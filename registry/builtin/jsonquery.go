@@ -16,6 +16,7 @@ import (
 	"github.com/itchyny/gojq"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/orchestra-mcp/orchestra/internal/textcut"
 	"github.com/orchestra-mcp/orchestra/registry"
 )
 
@@ -48,10 +49,11 @@ Limits: no input/inputs, no $ENV/env, no modules. A program that runs too long, 
 var jqVarName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // JSONQuery returns the json_query tool, which runs a jq program over a JSON
-// value under cfg's time, memory and size limits.
-func JSONQuery(cfg JQConfig) registry.Tool {
+// value under cfg's time, memory and size limits, evaluating in
+// opts.Workers.
+func JSONQuery(cfg JQConfig, opts Options) registry.Tool {
 	cfg = cfg.withDefaults()
-	return jsonQueryTool(cfg, newEvaluator(cfg.MaxMemoryBytes, DefaultWorkers))
+	return jsonQueryTool(cfg, newEvaluator(cfg.MaxMemoryBytes, DefaultWorkers, opts.workers()))
 }
 
 func jsonQueryTool(cfg JQConfig, ev *evaluator) registry.Tool {
@@ -59,7 +61,7 @@ func jsonQueryTool(cfg JQConfig, ev *evaluator) registry.Tool {
 	out := schemaFor[jqOutput]()
 	out.Properties["results"].Types = nil
 	out.Properties["results"].Type = "array"
-	in.Properties["query"].MinLength = jsonschemaPtr(1)
+	in.Properties["query"].MinLength = new(1)
 	return registry.Tool{
 		Name:         "json_query",
 		Title:        "JSON query (jq)",
@@ -70,7 +72,7 @@ func jsonQueryTool(cfg JQConfig, ev *evaluator) registry.Tool {
 			Title:          "JSON query (jq)",
 			ReadOnlyHint:   true,
 			IdempotentHint: true,
-			OpenWorldHint:  boolPtr(false),
+			OpenWorldHint:  new(false),
 		},
 		Source: Source,
 		Call: func(ctx context.Context, req *registry.CallRequest) (*registry.Result, error) {
@@ -238,10 +240,7 @@ func jqLocation(src string, offset int) string {
 	offset = max(0, min(offset, len(src)))
 	line := 1 + strings.Count(src[:offset], "\n")
 	col := 1 + utf8.RuneCountInString(src[strings.LastIndexByte(src[:offset], '\n')+1:offset])
-	start := max(0, offset-20)
-	for start > 0 && !utf8.RuneStart(src[start]) {
-		start--
-	}
+	start := textcut.Index(src, max(0, offset-20))
 	near := strings.TrimSpace(src[start:offset])
 	if near == "" {
 		return fmt.Sprintf("at line %d, column %d", line, col)
@@ -378,7 +377,3 @@ func stringSize(s string) int {
 	}
 	return n
 }
-
-func boolPtr(b bool) *bool { return &b }
-
-func jsonschemaPtr(n int) *int { return &n }

@@ -11,7 +11,7 @@ import (
 )
 
 func TestJSONQuery(t *testing.T) {
-	tool := JSONQuery(JQConfig{})
+	tool := JSONQuery(JQConfig{}, testOpts)
 	tests := []struct {
 		name string
 		args string
@@ -57,7 +57,7 @@ func TestJSONQuery(t *testing.T) {
 // TestJSONQueryJSONNumberInput checks that numbers decoded as json.Number
 // work, and that integers beyond float64 precision survive.
 func TestJSONQueryJSONNumberInput(t *testing.T) {
-	res, err := JSONQuery(JQConfig{}).Invoke(t.Context(), &registry.CallRequest{Arguments: decodeArgs(t,
+	res, err := JSONQuery(JQConfig{}, testOpts).Invoke(t.Context(), &registry.CallRequest{Arguments: decodeArgs(t,
 		`{"query": "[.a * 2, .b]", "input": {"a": 1.5, "b": 12345678901234567890}}`, true)})
 	if err != nil || res.IsError {
 		t.Fatalf("got %v, %v", res.Text(), err)
@@ -68,7 +68,7 @@ func TestJSONQueryJSONNumberInput(t *testing.T) {
 }
 
 func TestJSONQueryErrors(t *testing.T) {
-	tool := JSONQuery(JQConfig{})
+	tool := JSONQuery(JQConfig{}, testOpts)
 	tests := []struct {
 		name      string
 		args      string
@@ -103,7 +103,7 @@ func TestJSONQueryErrors(t *testing.T) {
 // TestJSONQueryRunaway checks that programs that never end, emit without end
 // or build huge values stop with a clear error instead of hanging.
 func TestJSONQueryRunaway(t *testing.T) {
-	tool := JSONQuery(JQConfig{Timeout: Duration(200 * time.Millisecond), MaxOutputBytes: 16 << 10, MaxResults: 1000})
+	tool := JSONQuery(JQConfig{Timeout: Duration(200 * time.Millisecond), MaxOutputBytes: 16 << 10, MaxResults: 1000}, testOpts)
 	tests := []struct {
 		name      string
 		query     string
@@ -129,7 +129,7 @@ func TestJSONQueryRunaway(t *testing.T) {
 func TestJSONQueryCancelled(t *testing.T) {
 	ctx, cancel := contextWithCancel(t)
 	cancel()
-	_, err := JSONQuery(JQConfig{}).Invoke(ctx, &registry.CallRequest{Arguments: map[string]any{"query": "repeat(.)"}})
+	_, err := JSONQuery(JQConfig{}, testOpts).Invoke(ctx, &registry.CallRequest{Arguments: map[string]any{"query": "repeat(.)"}})
 	if err == nil {
 		t.Fatal("got no error from a cancelled call")
 	}

@@ -121,21 +121,25 @@ func guardDial(address string, own func() []netip.Addr) error {
 	return nil
 }
 
-// hostAddrs returns this host's own addresses; tests replace it.
-var hostAddrs = interfaceAddrs
+// hostAddrs keeps the addresses of this host's network interfaces.
+type hostAddrs struct {
+	mu    sync.Mutex
+	read  time.Time
+	addrs []netip.Addr
+}
 
-// interfaceAddrs returns the addresses of this host's network interfaces,
-// read again at most once every few seconds.
-func interfaceAddrs() []netip.Addr {
-	ownAddrs.mu.Lock()
-	defer ownAddrs.mu.Unlock()
-	if time.Since(ownAddrs.read) < 5*time.Second {
-		return ownAddrs.addrs
+// get returns the addresses of this host's network interfaces, read again
+// at most once every few seconds.
+func (h *hostAddrs) get() []netip.Addr {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if time.Since(h.read) < 5*time.Second {
+		return h.addrs
 	}
-	ownAddrs.read = time.Now()
+	h.read = time.Now()
 	addrs, err := net.InterfaceAddrs()
 	if err != nil {
-		return ownAddrs.addrs
+		return h.addrs
 	}
 	var own []netip.Addr // a new slice: callers may hold the old one
 	for _, a := range addrs {
@@ -143,60 +147,59 @@ func interfaceAddrs() []netip.Addr {
 			own = append(own, p.Addr().Unmap().WithZone(""))
 		}
 	}
-	ownAddrs.addrs = own
+	h.addrs = own
 	return own
 }
 
-var ownAddrs struct {
+// Listeners are the addresses a program serves orchestra on: http_request
+// refuses to connect to them, whether private networks are allowed or not,
+// so that a plan cannot send a request to its own server. The zero value
+// is empty and ready to use; Listeners are safe for concurrent use.
+type Listeners struct {
 	mu    sync.Mutex
-	read  time.Time
-	addrs []netip.Addr
+	addrs []netip.AddrPort
 }
 
-// Listening records that this process serves orchestra on addr (a
-// listener's address): http_request refuses to connect to it, whether
-// private networks are allowed or not, so that a plan cannot send a
-// request to its own server. Call the returned func when the listener
-// closes.
-func Listening(addr net.Addr) (forget func()) {
+// Add records that the program serves on addr (a listener's address). Call
+// the returned func when the listener closes.
+func (l *Listeners) Add(addr net.Addr) (remove func()) {
 	ap, err := netip.ParseAddrPort(addr.String())
 	if err != nil {
 		return func() {}
 	}
 	ap = netip.AddrPortFrom(ap.Addr().Unmap().WithZone(""), ap.Port())
-	listeners.mu.Lock()
-	listeners.addrs = append(listeners.addrs, ap)
-	listeners.mu.Unlock()
+	l.mu.Lock()
+	l.addrs = append(l.addrs, ap)
+	l.mu.Unlock()
 	return func() {
-		listeners.mu.Lock()
-		defer listeners.mu.Unlock()
-		if i := slices.Index(listeners.addrs, ap); i >= 0 {
-			listeners.addrs = slices.Delete(listeners.addrs, i, i+1)
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if i := slices.Index(l.addrs, ap); i >= 0 {
+			l.addrs = slices.Delete(l.addrs, i, i+1)
 		}
 	}
 }
 
-var listeners struct {
-	mu    sync.Mutex
-	addrs []netip.AddrPort
-}
-
-// selfAddr reports whether dialing target reaches one of this process's
-// listeners: the same address and port, or, for a listener on all
-// addresses, a loopback or interface address of this host at its port.
-func selfAddr(target netip.AddrPort, own func() []netip.Addr) bool {
-	listeners.mu.Lock()
-	addrs := slices.Clone(listeners.addrs)
-	listeners.mu.Unlock()
+// reaches reports whether dialing target reaches one of the listeners: the
+// same address and port, or, for a listener on all addresses, a loopback
+// or interface address of this host at its port. Nil Listeners reach
+// nothing.
+func (l *Listeners) reaches(target netip.AddrPort, own func() []netip.Addr) bool {
+	if l == nil {
+		return false
+	}
+	l.mu.Lock()
+	addrs := slices.Clone(l.addrs)
+	l.mu.Unlock()
 	ip := target.Addr().Unmap().WithZone("")
-	for _, l := range addrs {
-		if l.Port() != target.Port() {
+	for _, a := range addrs {
+		if a.Port() != target.Port() {
 			continue
 		}
-		if l.Addr() == ip {
+		if a.Addr() == ip {
 			return true
 		}
-		if l.Addr().IsUnspecified() && (ip.IsLoopback() || ip.IsUnspecified() || slices.Contains(own(), ip)) {
+		if a.Addr().IsUnspecified() && (ip.IsLoopback() || ip.IsUnspecified() || slices.Contains(own(), ip)) {
 			return true
 		}
 	}

@@ -194,9 +194,9 @@ func FuzzClassifyAddr(f *testing.F) {
 // TestOwnAddressesRefused: an address of this host's own interfaces is
 // refused even when it looks public.
 func TestOwnAddressesRefused(t *testing.T) {
-	defer func(f func() []netip.Addr) { hostAddrs = f }(hostAddrs)
-	hostAddrs = func() []netip.Addr { return []netip.Addr{netip.MustParseAddr("8.8.4.4")} }
-	tool := HTTPRequest(HTTPConfig{AllowedHosts: []string{"*"}})
+	opts := testOpts
+	opts.hostAddrs = func() []netip.Addr { return []netip.Addr{netip.MustParseAddr("8.8.4.4")} }
+	tool := HTTPRequest(HTTPConfig{AllowedHosts: []string{"*"}}, opts)
 	for _, u := range []string{"http://8.8.4.4/", "http://[::ffff:8.8.4.4]/"} {
 		res, err := call(t, tool, fmt.Sprintf(`{"url": %q}`, u))
 		wantToolError(t, res, err, "refusing to connect to 8.8.4.4", "this host's own network interfaces")
@@ -207,9 +207,12 @@ func TestOwnAddressesRefused(t *testing.T) {
 // runs in, even with private networks allowed.
 func TestOwnListenerRefused(t *testing.T) {
 	srv, hits := newTestServer(t)
-	tool := HTTPRequest(HTTPConfig{AllowedHosts: []string{"127.0.0.1", "localhost"}, AllowPrivateNetworks: true})
+	var listeners Listeners
+	opts := testOpts
+	opts.Listeners = &listeners
+	tool := HTTPRequest(HTTPConfig{AllowedHosts: []string{"127.0.0.1", "localhost"}, AllowPrivateNetworks: true}, opts)
 	port := srv.URL[strings.LastIndexByte(srv.URL, ':')+1:]
-	forget := Listening(srv.Listener.Addr())
+	forget := listeners.Add(srv.Listener.Addr())
 	for _, u := range []string{srv.URL + "/text", "http://localhost:" + port + "/text"} {
 		res, err := call(t, tool, fmt.Sprintf(`{"url": %q}`, u))
 		wantToolError(t, res, err, "this orchestra server's own address", "may not call its own server")
@@ -224,13 +227,23 @@ func TestOwnListenerRefused(t *testing.T) {
 	// guard runs when a connection is dialed, and the one above is kept
 	// alive; a server registers its listeners before it serves.)
 	ln := netip.MustParseAddrPort("[::]:" + port)
-	forget = Listening(addrOf(ln))
+	forget = listeners.Add(addrOf(ln))
 	defer forget()
-	tool = HTTPRequest(HTTPConfig{AllowedHosts: []string{"127.0.0.1", "localhost"}, AllowPrivateNetworks: true})
+	tool = HTTPRequest(HTTPConfig{AllowedHosts: []string{"127.0.0.1", "localhost"}, AllowPrivateNetworks: true}, opts)
 	res, err = call(t, tool, fmt.Sprintf(`{"url": %q}`, srv.URL+"/text"))
 	wantToolError(t, res, err, "this orchestra server's own address")
-	if n := hits.Load(); n != 1 {
-		t.Errorf("the server received %d requests, want only the one made after the listener was forgotten", n)
+
+	// Listeners are the program's that made them: a tool made with others
+	// (another server in the same process) is not refused this address.
+	tool = HTTPRequest(HTTPConfig{AllowedHosts: []string{"127.0.0.1", "localhost"}, AllowPrivateNetworks: true}, testOpts)
+	if res, err := call(t, tool, fmt.Sprintf(`{"url": %q}`, srv.URL+"/text")); err != nil || res.IsError {
+		t.Fatalf("a tool without these listeners: %v, %v", res.Text(), err)
+	}
+	tool = HTTPRequest(HTTPConfig{AllowedHosts: []string{"127.0.0.1", "localhost"}, AllowPrivateNetworks: true}, opts)
+	res, err = call(t, tool, fmt.Sprintf(`{"url": %q}`, srv.URL+"/text"))
+	wantToolError(t, res, err, "this orchestra server's own address")
+	if n := hits.Load(); n != 2 {
+		t.Errorf("the server received %d requests, want only the one made after the listener was forgotten and the one of the tool without listeners", n)
 	}
 }
 

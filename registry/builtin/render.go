@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/orchestra-mcp/orchestra/registry"
+	"github.com/orchestra-mcp/orchestra/schemas"
 )
 
 // renderInput documents the arguments of render.
@@ -42,10 +43,11 @@ Example: template "Report for {{.user}}:\n{{range .items}}- {{.name}} ({{.stars}
 Output: {"text": "..."}. The text is capped in size; a template that produces more stops with an error.`
 
 // Render returns the render tool, which renders a Go text/template with
-// values, stopping at cfg's size, memory and time limits.
-func Render(cfg RenderConfig) registry.Tool {
+// values, stopping at cfg's size, memory and time limits, evaluating in
+// opts.Workers.
+func Render(cfg RenderConfig, opts Options) registry.Tool {
 	cfg = cfg.withDefaults()
-	return renderTool(cfg, newEvaluator(cfg.MaxMemoryBytes, DefaultWorkers))
+	return renderTool(cfg, newEvaluator(cfg.MaxMemoryBytes, DefaultWorkers, opts.workers()))
 }
 
 func renderTool(cfg RenderConfig, ev *evaluator) registry.Tool {
@@ -59,7 +61,7 @@ func renderTool(cfg RenderConfig, ev *evaluator) registry.Tool {
 			Title:          "Render a text template",
 			ReadOnlyHint:   true,
 			IdempotentHint: true,
-			OpenWorldHint:  boolPtr(false),
+			OpenWorldHint:  new(false),
 		},
 		Source: Source,
 		Call: func(ctx context.Context, req *registry.CallRequest) (*registry.Result, error) {
@@ -101,7 +103,7 @@ var renderFuncs = template.FuncMap{
 			}
 			return strings.Join(parts, sep), nil
 		}
-		return "", fmt.Errorf("join: the list must be an array, not %s (write join SEP LIST, e.g. join \", \" .names)", jsonType(list))
+		return "", fmt.Errorf("join: the list must be an array, not %s (write join SEP LIST, e.g. join \", \" .names)", schemas.TypePhrase(list))
 	},
 	"upper": func(v any) string { return strings.ToUpper(textOf(v)) },
 	"lower": func(v any) string { return strings.ToLower(textOf(v)) },

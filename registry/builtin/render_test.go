@@ -10,7 +10,7 @@ import (
 )
 
 func TestRender(t *testing.T) {
-	tool := Render(RenderConfig{})
+	tool := Render(RenderConfig{}, testOpts)
 	tests := []struct {
 		name     string
 		template string
@@ -69,7 +69,7 @@ func TestRender(t *testing.T) {
 }
 
 func TestRenderErrors(t *testing.T) {
-	tool := Render(RenderConfig{MaxOutputBytes: 100})
+	tool := Render(RenderConfig{MaxOutputBytes: 100}, testOpts)
 	tests := []struct {
 		name      string
 		args      string
@@ -111,7 +111,7 @@ func TestRenderErrors(t *testing.T) {
 func TestRenderCancelled(t *testing.T) {
 	ctx, cancel := contextWithCancel(t)
 	cancel()
-	_, err := Render(RenderConfig{}).Invoke(ctx, &registry.CallRequest{Arguments: map[string]any{"template": "{{range 100}}x{{end}}"}})
+	_, err := Render(RenderConfig{}, testOpts).Invoke(ctx, &registry.CallRequest{Arguments: map[string]any{"template": "{{range 100}}x{{end}}"}})
 	if err == nil {
 		t.Fatal("got no error from a cancelled call")
 	}

@@ -25,7 +25,7 @@ func allTools() []registry.Tool {
 	cfg := DefaultConfig()
 	cfg.HTTP.AllowedHosts = []string{"127.0.0.1"}
 	cfg.HTTP.AllowPrivateNetworks = true
-	return Tools(cfg)
+	return Tools(cfg, testOpts)
 }
 
 // TestSchemaSnapshots compares every tool's schemas with the golden files

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/orchestra-mcp/orchestra/schemas"
 )
 
 // NormalizeSchema turns a schema as a downstream server sent it (a decoded
@@ -75,7 +77,7 @@ func NormalizeSchema(raw any) (*jsonschema.Schema, error) {
 	case string:
 		root = map[string]any{"type": r}
 	default:
-		return nil, fmt.Errorf("the schema is a JSON %s, not an object", jsonKind(v))
+		return nil, fmt.Errorf("the schema is a JSON %s, not an object", schemas.TypeName(v))
 	}
 
 	fixDraft(root)
@@ -413,20 +415,4 @@ func hasAny(m map[string]any, keys ...string) bool {
 		}
 	}
 	return false
-}
-
-func jsonKind(v any) string {
-	switch v.(type) {
-	case string:
-		return "string"
-	case float64, json.Number:
-		return "number"
-	case []any:
-		return "array"
-	case bool:
-		return "boolean"
-	case nil:
-		return "null"
-	}
-	return fmt.Sprintf("%T", v)
 }

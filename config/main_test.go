@@ -1,0 +1,13 @@
+package config_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/orchestra-mcp/orchestra/registry/builtin"
+)
+
+func TestMain(m *testing.M) {
+	builtin.ServeWorker() // the test binary is its own evaluation worker
+	os.Exit(m.Run())
+}

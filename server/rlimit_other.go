@@ -1,6 +1,0 @@
-//go:build !unix
-
-package server
-
-// openFileLimit returns 0: the limit of open files is not known here.
-func openFileLimit() int { return 0 }
