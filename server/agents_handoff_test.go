@@ -14,8 +14,8 @@ import (
 
 	"github.com/orchestra-mcp/orchestra/agents"
 	"github.com/orchestra-mcp/orchestra/config"
-	"github.com/orchestra-mcp/orchestra/testutil/fakeopenai"
 	"github.com/orchestra-mcp/orchestra/orchestrate"
+	"github.com/orchestra-mcp/orchestra/testutil/fakeopenai"
 )
 
 // editorApply is the client tool of the handoff tests: the client applies
