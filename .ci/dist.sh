@@ -36,8 +36,11 @@ fail() {
 # size"): what the build measures now plus a little room, so that a
 # dependency that adds megabytes fails here. Raised from 49,000,000 by the
 # 4.1 MB that PostgreSQL (pgx, with its type system and pool) and JWT
-# checking (golang-jwt) add: several replicas and OAuth need them.
-max_size=${ORCHESTRA_MAX_BINARY_BYTES:-53100000}
+# checking (golang-jwt) add: several replicas and OAuth need them. Raised
+# from 53,100,000 by the web viewer: its html/template looks methods up by
+# name, so the linker keeps every exported method of every type reachable
+# (+7.7 MB); BENCHMARKS.md section 9 says how to win it back.
+max_size=${ORCHESTRA_MAX_BINARY_BYTES:-62500000}
 
 npm_packages() {
   (cd packaging/mcpb && npm ci --no-audit --no-fund --loglevel=error)
@@ -86,11 +89,15 @@ reflect_method() {
   # release build's flags, so that only the link is new.
   CGO_ENABLED=0 go build -trimpath -tags grpcnotrace -ldflags=-dumpdep -o /dev/null . 2> "$tmp/dumpdep.txt" ||
     { tail "$tmp/dumpdep.txt"; fail "go build -ldflags=-dumpdep"; }
-  if grep '<ReflectMethod>' "$tmp/dumpdep.txt" > "$tmp/reflect.txt"; then
+  # Known and accepted until the viewer renders its pages another way:
+  # text/template's field evaluation (the web viewer's html/template), the
+  # 7.7 MB of BENCHMARKS.md section 9, and reflect's own methods it makes
+  # reachable. A lookup from any other package fails here.
+  if grep '<ReflectMethod>' "$tmp/dumpdep.txt" | grep -Ev '^(text/template\.|reflect\.|type:reflect\.)' > "$tmp/reflect.txt"; then
     head "$tmp/reflect.txt"
     fail "the release build reaches a dynamic method lookup (above); see README, Dependencies"
   fi
-  echo "no dynamic method lookup reachable"
+  echo "no dynamic method lookup reachable beyond text/template's (the viewer)"
 }
 
 bundle() {

@@ -99,7 +99,7 @@ func New(cfgs map[string]Config, opts Options) ([]*Agent, error) {
 			a.model = m
 		}
 		if cfg.OutputSchema != nil {
-			a.data, _ = schemaOf(cfg.OutputSchema)
+			a.data, _ = schemaOf("agents."+name+".output_schema", cfg.OutputSchema)
 		}
 		out = append(out, a)
 	}
@@ -566,7 +566,7 @@ func (a *Agent) callTool(ctx context.Context, child *orchestrate.ChildRun, byNam
 		return refuse(orchestrate.CodeForbiddenTool, fmt.Sprintf("tool %q is not allowed for agent %s; %s", tc.Name, a.Name, has))
 	}
 	var args map[string]any
-	if err := json.Unmarshal(tc.Arguments, &args); err != nil || args == nil {
+	if err := llm.DecodeArguments(tc.Arguments, &args); err != nil || args == nil {
 		if len(bytes.TrimSpace(tc.Arguments)) != 0 {
 			tl.failed(tc.Name, &orchestrate.Error{Code: orchestrate.CodeInvalidArguments, Message: "its arguments are not a JSON object"})
 			return refuse(orchestrate.CodeInvalidArguments, fmt.Sprintf("the arguments of %s are not a JSON object", tc.Name))
@@ -661,10 +661,8 @@ func (a *Agent) userMessage(req *ExecutionRequest) (string, error) {
 			params = map[string]any{}
 		}
 		if act.InputSchema != nil {
-			s, _ := schemaOf(act.InputSchema)
-			rs, err := schemas.Resolve(s)
-			if err == nil {
-				if err := rs.Validate(params); err != nil {
+			if s, err := schemaOf("agents."+a.Name+".actions."+req.Action+".input_schema", act.InputSchema); err == nil {
+				if err := schemas.ValidateValue(s, params); err != nil {
 					return "", fmt.Errorf("the parameters of action %s: %s", req.Action, schemas.CleanError(err))
 				}
 			}
@@ -708,25 +706,22 @@ func (a *Agent) parseOutput(text string) (any, error) {
 		text = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(s), "```"))
 	}
 	var v any
-	if err := json.Unmarshal([]byte(text), &v); err != nil {
+	if err := llm.DecodeArguments([]byte(text), &v); err != nil {
 		return nil, fmt.Errorf("it is not JSON (%v)", err)
 	}
-	rs, err := schemas.Resolve(a.data)
-	if err != nil {
-		return nil, err
-	}
-	if err := rs.Validate(v); err != nil {
+	if err := schemas.ValidateValue(a.data, v); err != nil {
 		return nil, errors.New(schemas.CleanError(err))
 	}
 	return v, nil
 }
 
-// parameters returns a tool's input schema as the model's tool parameters.
+// parameters returns a tool's input schema as the model's tool parameters:
+// in the form the model APIs accept (schemas.PortableInput).
 func parameters(s *jsonschema.Schema) map[string]any {
 	if s == nil {
 		return map[string]any{"type": "object"}
 	}
-	data, err := json.Marshal(s)
+	data, err := schemas.PortableInput(s)
 	if err != nil {
 		return map[string]any{"type": "object"}
 	}

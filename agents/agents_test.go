@@ -185,3 +185,26 @@ func TestValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestHostileOutputSchemas: an agent's output_schema that refers to itself
+// overflowed the stack of orchestra serve and orchestra validate; each is
+// a configuration problem that names the agent and says why.
+func TestHostileOutputSchemas(t *testing.T) {
+	for name, schema := range map[string]string{
+		"ref self":    `{"$ref": "#"}`,
+		"defs cycle":  `{"type": "object", "$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}}, "properties": {"v": {"$ref": "#/$defs/a"}}}`,
+		"allOf self":  `{"type": "object", "allOf": [{"$ref": "#"}]}`,
+		"typed ref #": `{"type": "object", "$ref": "#"}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			var s map[string]any
+			if err := json.Unmarshal([]byte(schema), &s); err != nil {
+				t.Fatal(err)
+			}
+			got := strings.Join(agents.Config{Description: "d", OutputSchema: s}.Validate("probe"), "\n")
+			if !strings.Contains(got, "probe") || !strings.Contains(got, "output_schema") || !strings.Contains(got, "refers to itself") {
+				t.Errorf("problems = %q, want the agent's output_schema refused as referring to itself", got)
+			}
+		})
+	}
+}

@@ -1,7 +1,6 @@
 package agents
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
 	"path"
@@ -12,6 +11,7 @@ import (
 	template "github.com/DataDog/datadog-agent/pkg/template/text"
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/orchestra-mcp/orchestra/internal/schemaload"
 	"github.com/orchestra-mcp/orchestra/llm"
 )
 
@@ -78,8 +78,8 @@ func (c Config) Validate(name string) []string {
 		}
 	}
 	if c.OutputSchema != nil {
-		if _, err := schemaOf(c.OutputSchema); err != nil {
-			problems = append(problems, fmt.Sprintf("%s.output_schema: %v", at, err))
+		if _, err := schemaOf(at+".output_schema", c.OutputSchema); err != nil {
+			problems = append(problems, err.Error())
 		}
 	}
 	for _, an := range slices.Sorted(maps.Keys(c.Actions)) {
@@ -92,29 +92,18 @@ func (c Config) Validate(name string) []string {
 			problems = append(problems, fmt.Sprintf("%s.prompt: %v", aat, err))
 		}
 		if a.InputSchema != nil {
-			if _, err := schemaOf(a.InputSchema); err != nil {
-				problems = append(problems, fmt.Sprintf("%s.input_schema: %v", aat, err))
+			if _, err := schemaOf(aat+".input_schema", a.InputSchema); err != nil {
+				problems = append(problems, err.Error())
 			}
 		}
 	}
 	return problems
 }
 
-// schemaOf turns a schema written in the configuration into a resolved
-// JSON Schema.
-func schemaOf(m map[string]any) (*jsonschema.Schema, error) {
-	data, err := json.Marshal(m)
-	if err != nil {
-		return nil, err
-	}
-	var s jsonschema.Schema
-	if err := json.Unmarshal(data, &s); err != nil {
-		return nil, err
-	}
-	if _, err := s.Resolve(nil); err != nil {
-		return nil, err
-	}
-	return &s, nil
+// schemaOf loads a schema written in the configuration at source
+// (agents.<name>.output_schema) through the schema loader.
+func schemaOf(source string, m map[string]any) (*jsonschema.Schema, error) {
+	return schemaload.Load(source, m, schemaload.DefaultLimits())
 }
 
 // allows reports whether the globs match name.

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/orchestra-mcp/orchestra/config"
+	"github.com/orchestra-mcp/orchestra/internal/jsongate"
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 	"github.com/orchestra-mcp/orchestra/planner"
 )
@@ -14,6 +16,7 @@ func cmdAsk(ctx context.Context, env *cliEnv, args []string) int {
 	var cf commonFlags
 	fs := newFlagSet(env, "ask", &cf)
 	cf.storeFlag(fs)
+	cf.progressFlag(fs)
 	asJSON := fs.Bool("json", false, "print the whole result envelope as JSON instead of only the answer")
 	fallback := fs.String("fallback", "", "`reactive` runs a bounded tool loop when no valid plan can be made; none does not (default planner.fallback)")
 	contextFile := fs.String("context", "", "read the caller's context from `FILE` (JSON: {instructions, history: [{role, content}], facts}), for the planner and the answer")
@@ -42,6 +45,7 @@ func cmdAsk(ctx context.Context, env *cliEnv, args []string) int {
 		return code
 	}
 	result, err := p.Ask(ctx, req)
+	cf.closeView()
 	if err != nil {
 		env.errorf("%v", err)
 		return ExitFailed
@@ -73,7 +77,7 @@ func cmdAsk(ctx context.Context, env *cliEnv, args []string) int {
 
 // readContext reads a caller's context file.
 func readContext(env *cliEnv, path string) (*orchestrate.CallerContext, error) {
-	data, err := readInput(env, path, 4<<20)
+	data, err := readInput(env, path, jsongate.Default(config.DefaultMaxRequestBytes))
 	if err != nil {
 		return nil, err
 	}

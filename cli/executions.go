@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -107,7 +108,8 @@ func nextCursor(uri string) string {
 	return u.Query().Get("cursor")
 }
 
-// printExecution prints one run for a person.
+// printExecution prints one run for a person: its steps' records in plan
+// order, and their timeline.
 func printExecution(env *cliEnv, ex server.Execution) {
 	w := env.stdout
 	fmt.Fprintf(w, "exec id:  %s\nstatus:   %s\nsource:   %s\nstarted:  %s\nduration: %s\n", ex.ExecID, ex.Status, ex.Tool,
@@ -124,7 +126,9 @@ func printExecution(env *cliEnv, ex server.Execution) {
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "STEP\tTOOL\tSTATUS\tATTEMPTS\tDURATION\tERROR")
-	for _, s := range ex.Records {
+	order, _ := stepsInOrder(ex)
+	for _, n := range order {
+		s := ex.Records[n.I]
 		errText := ""
 		if len(s.Error) > 0 && string(s.Error) != "null" {
 			var e struct{ Code, Message string }
@@ -136,9 +140,10 @@ func printExecution(env *cliEnv, ex server.Execution) {
 		if tool == "" {
 			tool = "(group)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", s.StepID, tool, s.Status, s.Attempts, time.Duration(s.DurationMS)*time.Millisecond, errText)
+		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%d\t%s\t%s\n", strings.Repeat("  ", n.Depth), s.StepID, tool, s.Status, s.Attempts, time.Duration(s.DurationMS)*time.Millisecond, errText)
 	}
 	tw.Flush()
+	printTimeline(w, ex, time.Now())
 	for _, p := range ex.Pauses {
 		fmt.Fprintf(w, "\n%s at %s", p.Event, p.At.Local().Format(time.RFC3339))
 	}

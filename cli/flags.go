@@ -10,7 +10,9 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/orchestra-mcp/orchestra/cli/termview"
 	"github.com/orchestra-mcp/orchestra/config"
+	"github.com/orchestra-mcp/orchestra/internal/jsongate"
 	"github.com/orchestra-mcp/orchestra/internal/version"
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 	"github.com/orchestra-mcp/orchestra/server"
@@ -26,6 +28,13 @@ type commonFlags struct {
 	logFile   string
 	store     string
 	records   bool // the command keeps execution records (it has --store)
+	// service marks a command that serves (serve): it logs at info by
+	// default; the others say only what went wrong.
+	service bool
+	// progress is --progress, for the commands that run plans: whether
+	// stderr shows the run live.
+	progress string
+	view     *termview.View // made by load when the command has --progress
 }
 
 func newFlagSet(env *cliEnv, name string, cf *commonFlags) *flag.FlagSet {
@@ -33,7 +42,11 @@ func newFlagSet(env *cliEnv, name string, cf *commonFlags) *flag.FlagSet {
 	fs.SetOutput(env.stderr)
 	if cf != nil {
 		fs.StringVar(&cf.config, "config", "", "configuration `file` (YAML or JSON); default $ORCHESTRA_CONFIG")
-		fs.StringVar(&cf.logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
+		level := "warn"
+		if cf.service {
+			level = "info"
+		}
+		fs.StringVar(&cf.logLevel, "log-level", level, "log `level`: debug, info, warn or error")
 		fs.StringVar(&cf.logFormat, "log-format", "text", "log `format`: text or json")
 		fs.StringVar(&cf.logFile, "log-file", "", "append logs to `FILE` instead of stderr")
 	}
@@ -59,6 +72,27 @@ func retention(cfg *config.Config) store.Retention {
 	return store.Retention{MaxAge: cfg.Store.Retention.MaxAge.D(), MaxRuns: cfg.Store.Retention.MaxRuns}
 }
 
+// progressFlag adds --progress to a command that runs plans.
+func (cf *commonFlags) progressFlag(fs *flag.FlagSet) {
+	fs.StringVar(&cf.progress, "progress", "auto", "show the run's steps on stderr as they run: `WHEN` is auto (when stderr is a terminal; plain lines if TERM=dumb or NO_COLOR is set), always or never")
+}
+
+// hooks returns the hooks of the command's live view, if it has one.
+func (cf *commonFlags) hooks() *orchestrate.Hooks {
+	if cf.view == nil {
+		return nil
+	}
+	return cf.view.Hooks()
+}
+
+// closeView ends the command's live view, if it has one, before the
+// command writes its result: the view's last frame stays on screen.
+func (cf *commonFlags) closeView() {
+	if cf.view != nil {
+		cf.view.Close()
+	}
+}
+
 // storeFlag adds --store to a command that keeps execution records.
 func (cf *commonFlags) storeFlag(fs *flag.FlagSet) {
 	cf.records = true
@@ -75,6 +109,11 @@ func (cf *commonFlags) load(env *cliEnv) (*config.Config, *slog.Logger, bool) {
 	if cf.logFormat != "text" && cf.logFormat != "json" {
 		env.errorf("invalid --log-format %q", cf.logFormat)
 		fmt.Fprintln(env.stderr, "hint: use --log-format text or --log-format json")
+		return nil, nil, false
+	}
+	if cf.progress != "" && cf.progress != "auto" && cf.progress != "always" && cf.progress != "never" {
+		env.errorf("invalid --progress %q", cf.progress)
+		fmt.Fprintln(env.stderr, "hint: use --progress auto, always or never")
 		return nil, nil, false
 	}
 	if cf.config == "" {
@@ -114,12 +153,33 @@ func (cf *commonFlags) load(env *cliEnv) (*config.Config, *slog.Logger, bool) {
 		}
 		w = f // open until the process ends
 	}
+	if cf.progress != "" {
+		cf.view = termview.New(env.stderr, termview.Options{Mode: progressMode(cf.progress, env.stderr)})
+		env.closers = append(env.closers, func() error { cf.view.Close(); return nil })
+		if cf.logFile == "" {
+			w = cf.view.Writer() // log lines go above the view's rows
+		}
+	}
 	hopts := &slog.HandlerOptions{Level: level}
 	var h slog.Handler = slog.NewTextHandler(w, hopts)
 	if cf.logFormat == "json" {
 		h = slog.NewJSONHandler(w, hopts)
 	}
 	return cfg, slog.New(secrets.NewHandler(h, secrets.Of(cfg))), true
+}
+
+// progressMode is how --progress when shows runs on stderr: live on a
+// terminal, plain lines on one that cannot move its cursor (or when asked
+// to always show them elsewhere), or not at all.
+func progressMode(when string, stderr io.Writer) termview.Mode {
+	mode := termview.Detect(stderr, os.Getenv)
+	switch {
+	case when == "never":
+		return termview.Off
+	case when == "always" && mode == termview.Off:
+		return termview.Lines
+	}
+	return mode
 }
 
 // noArgs refuses the arguments of a command that takes only flags.
@@ -132,12 +192,14 @@ func noArgs(env *cliEnv, fs *flag.FlagSet, hint string) (int, bool) {
 
 // openApp loads the configuration cf names and builds the app: how a
 // command that serves or runs plans begins once its flags and arguments
-// are read. Run closes the app when the command returns.
+// are read. The command's view of its runs (--progress), if it has one,
+// sees the app's runs. Run closes the app when the command returns.
 func (e *cliEnv) openApp(ctx context.Context, cf *commonFlags, opts server.Options) (*server.App, bool) {
 	cfg, logger, ok := cf.load(e)
 	if !ok {
 		return nil, false
 	}
+	opts.Hooks = cf.hooks()
 	return e.newApp(ctx, cfg, logger, opts)
 }
 
@@ -186,11 +248,19 @@ func printResult(env *cliEnv, result *orchestrate.Envelope) int {
 	return ExitOK
 }
 
-// errTooLarge is an input over server.max_request_bytes.
+// errTooLarge is an input past the decoding gate's limits.
 var errTooLarge = errors.New("too large")
 
-// readInput reads a file, or stdin for "-", up to limit bytes.
-func readInput(env *cliEnv, path string, limit int64) ([]byte, error) {
+// tooLarge says which limit an input passed; it is errTooLarge.
+type tooLarge struct{ msg string }
+
+func (e *tooLarge) Error() string        { return e.msg }
+func (e *tooLarge) Is(target error) bool { return target == errTooLarge }
+
+// readInput reads a file, or stdin for "-", through the decoding gate:
+// reading stops past gate.Bytes, so an endless source (/dev/zero) fails at
+// once.
+func readInput(env *cliEnv, path string, gate jsongate.Limits) ([]byte, error) {
 	var r io.Reader
 	if path == "-" {
 		r = env.stdin
@@ -202,14 +272,11 @@ func readInput(env *cliEnv, path string, limit int64) ([]byte, error) {
 		defer f.Close()
 		r = f
 	}
-	data, err := io.ReadAll(io.LimitReader(r, limit+1))
-	if err != nil {
-		return nil, err
+	data, err := gate.ReadAll(r)
+	if _, ok := jsongate.AsError(err); ok {
+		return nil, &tooLarge{jsongate.Describe("the input", err, orchestrate.RequestGateKeys())}
 	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%w: the input is larger than %d bytes (server.max_request_bytes)", errTooLarge, limit)
-	}
-	return data, nil
+	return data, err
 }
 
 // planned is what run and validate work on: the configuration and the
@@ -240,12 +307,12 @@ func planInput(env *cliEnv, fs *flag.FlagSet, cf *commonFlags, args []string) (*
 		}
 		return nil, env.usageError(problem, "give a plan file, or - to read the plan from stdin: orchestra "+cmd+" examples/quickstart.json"), false
 	}
-	data, err := readInput(env, fs.Arg(0), cfg.Server.MaxRequestBytes)
+	data, err := readInput(env, fs.Arg(0), cfg.Server.RequestGate())
 	if err != nil {
 		env.errorf("reading the plan: %v", err)
 		hint := "check the path, or give - to read the plan from stdin"
 		if errors.Is(err, errTooLarge) {
-			hint = "send a smaller plan, or raise server.max_request_bytes in the configuration file"
+			hint = "send a smaller plan, or raise the limit in the configuration file"
 		}
 		fmt.Fprintf(env.stderr, "hint: %s\n", hint)
 		return nil, ExitInvalid, false

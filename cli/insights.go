@@ -16,6 +16,8 @@ func cmdInsights(ctx context.Context, env *cliEnv, args []string) int {
 	cf.storeFlag(fs)
 	asJSON := fs.Bool("json", false, "print the insights as JSON")
 	tool := fs.String("tool", "", "only the insights of `TOOL`")
+	limit := fs.Int("limit", server.DefaultInsightsPage, "list at most `N` insights, the most seen first")
+	cursor := fs.String("cursor", "", "list the page after the one that printed this `CURSOR`")
 	if code, ok := parse(env, fs, args); !ok {
 		return code
 	}
@@ -54,13 +56,20 @@ func cmdInsights(ctx context.Context, env *cliEnv, args []string) int {
 	if *tool != "" {
 		q.Tools = []string{*tool}
 	}
-	ins, err := st.Insights(ctx, q)
+	if *limit <= 0 {
+		return env.usageError(fmt.Sprintf("--limit %d is not a positive number", *limit), "list fewer: --limit 100")
+	}
+	page, err := server.ReadInsightsPage(ctx, st, q, *cursor, *limit)
 	if err != nil {
 		env.errorf("%v", err)
 		return ExitFailed
 	}
+	if page.Cursor != "" {
+		defer fmt.Fprintf(env.stderr, "orchestra: more insights follow: orchestra insights --cursor %s\n", page.Cursor)
+	}
+	ins := page.Insights
 	if *asJSON {
-		writeJSON(env.stdout, server.InsightsPage{Insights: ins})
+		writeJSON(env.stdout, page)
 		return ExitOK
 	}
 	if len(ins) == 0 {

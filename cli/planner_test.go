@@ -203,9 +203,16 @@ func TestCLIAskOpenAICompatible(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("planner:\n  provider: openai\n  model: llama3\n  base_url: %s/v1\n  api_key_env: ORCHESTRA_TEST_KEY\n", srv.URL)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, stdout, stderr := runPlannerCLI(t, "", "ask", "--config", cfg, "how many items?")
+	// The run is shown as plain lines on stderr (stderr is no terminal);
+	// stdout stays the answer alone.
+	code, stdout, stderr := runPlannerCLI(t, "", "ask", "--config", cfg, "--progress", "always", "how many items?")
 	if code != ExitOK || stdout != "There are 3 items.\n" {
 		t.Fatalf("exit %d, stdout %q, stderr:\n%s", code, stdout, stderr)
+	}
+	for _, want := range []string{"] planning: how many items?", "] planned 2 tool steps with openai:llama3 (1 model call) in ", "] 0 (json_query) success in ", "] plan success in "} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("--progress always: stderr has no %q:\n%s", want, stderr)
+		}
 	}
 	if len(bodies) != 2 || !strings.Contains(stderr, "planner: 2 model calls (openai:llama3), 20 input and 4 output tokens") {
 		t.Errorf("%d requests; stderr:\n%s", len(bodies), stderr)

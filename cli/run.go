@@ -11,12 +11,13 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) int {
 	var cf commonFlags
 	fs := newFlagSet(env, "run", &cf)
 	cf.storeFlag(fs)
+	cf.progressFlag(fs)
 	in, code, ok := planInput(env, fs, &cf, args)
 	if !ok {
 		return code
 	}
 	req, issues := in.req, in.issues
-	app, ok := env.newApp(ctx, in.cfg, in.logger, server.Options{})
+	app, ok := env.newApp(ctx, in.cfg, in.logger, server.Options{Hooks: cf.hooks()})
 	if !ok {
 		return ExitInvalid
 	}
@@ -29,5 +30,6 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) int {
 	default:
 		result = app.Run(ctx, req, "cli")
 	}
+	cf.closeView()
 	return printResult(env, result)
 }

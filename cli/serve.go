@@ -12,7 +12,7 @@ import (
 )
 
 func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
-	var cf commonFlags
+	cf := commonFlags{service: true}
 	fs := newFlagSet(env, "serve", &cf)
 	addr := fs.String("http", "", "serve Streamable HTTP at `ADDR` (host:port, or :port for 127.0.0.1:port) instead of stdio")
 	stateless := fs.Bool("stateless", false, "with --http: serve without sessions")

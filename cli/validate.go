@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/orchestra-mcp/orchestra/internal/plural"
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 	"github.com/orchestra-mcp/orchestra/server"
 )
@@ -38,7 +39,7 @@ func cmdValidate(ctx context.Context, env *cliEnv, args []string) int {
 	rep.Valid = len(rep.Errors) == 0
 	writeJSON(env.stdout, rep)
 	if !rep.Valid {
-		fmt.Fprintf(env.stderr, "orchestra validate: the plan has %d problems\n", len(rep.Errors))
+		fmt.Fprintf(env.stderr, "orchestra validate: the plan has %s\n", plural.Count(len(rep.Errors), "problem"))
 		return ExitInvalid
 	}
 	return ExitOK

@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"path"
 	"reflect"
 	"regexp"
 	"slices"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/orchestra-mcp/orchestra/agents"
 	"github.com/orchestra-mcp/orchestra/internal/duration"
+	"github.com/orchestra-mcp/orchestra/internal/jsongate"
 	"github.com/orchestra-mcp/orchestra/internal/suggest"
 	"github.com/orchestra-mcp/orchestra/llm"
 	"github.com/orchestra-mcp/orchestra/orchestrate"
@@ -95,6 +97,13 @@ type Limits struct {
 type Server struct {
 	// MaxRequestBytes caps the size of one request. Default 4 MiB.
 	MaxRequestBytes int64 `yaml:"max_request_bytes" json:"max_request_bytes"`
+	// MaxRequestDepth caps how deeply one request's JSON nests. Default
+	// 1000, which is also what MCP SDKs parse.
+	MaxRequestDepth int `yaml:"max_request_depth,omitempty" json:"max_request_depth,omitempty"`
+	// MaxRequestElements caps the values in one request's JSON (each array
+	// element and object member), so that decoding it materialises a
+	// bounded amount whatever its bytes. Default 500,000.
+	MaxRequestElements int `yaml:"max_request_elements,omitempty" json:"max_request_elements,omitempty"`
 	// ShutdownGrace is how long in-flight plans may finish on shutdown
 	// before they are cancelled. Default 10s.
 	ShutdownGrace time.Duration `yaml:"shutdown_grace" json:"shutdown_grace"`
@@ -234,6 +243,11 @@ func (c *Config) Path() string { return c.path }
 // EngineLimits returns the limits for the plan engine.
 func (c *Config) EngineLimits() orchestrate.Limits { return c.Limits.Limits }
 
+// RequestGate returns the decoding gate's limits for one request.
+func (s Server) RequestGate() jsongate.Limits {
+	return jsongate.Limits{Bytes: s.MaxRequestBytes, Depth: s.MaxRequestDepth, Elements: s.MaxRequestElements}
+}
+
 // ExposeDownstreamTools reports whether the catalog's tools are listed to
 // clients next to agent_orchestrate.
 func (s Server) ExposeDownstreamTools() bool { return s.ExposeDownstream == nil || *s.ExposeDownstream }
@@ -269,6 +283,8 @@ func (c *Config) applyDefaults() {
 	if c.Server.MaxRequestBytes == 0 {
 		c.Server.MaxRequestBytes = DefaultMaxRequestBytes
 	}
+	setInt(&c.Server.MaxRequestDepth, jsongate.DefaultDepth)
+	setInt(&c.Server.MaxRequestElements, jsongate.DefaultElements)
 	if c.Server.ShutdownGrace == 0 {
 		c.Server.ShutdownGrace = DefaultShutdownGrace
 	}
@@ -297,10 +313,33 @@ func setInt(p *int, def int) {
 	}
 }
 
+// MaxFileBytes caps a configuration file: reading stops there, so that
+// a path such as /dev/zero fails at once rather than filling memory.
+const MaxFileBytes = 4 << 20
+
+// ReadFile reads a file the operator names (the configuration, a token
+// file), stopping at MaxFileBytes: a path such as /dev/zero fails at once
+// with an error that says the file is larger than the limit.
+func ReadFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := jsongate.Limits{Bytes: MaxFileBytes}.ReadAll(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: the file %w", path, err)
+	}
+	return data, nil
+}
+
 // Load reads the configuration file at path.
 func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := ReadFile(path)
 	if err != nil {
+		if _, ok := jsongate.AsError(err); ok {
+			return nil, fmt.Errorf("reading config %w; a configuration file is a few kilobytes of YAML or JSON", err)
+		}
 		return nil, fmt.Errorf("reading config: %w", err)
 	}
 	c, err := Parse(data, os.LookupEnv)
@@ -374,8 +413,13 @@ func (c *Config) validate() error {
 	if c.Server.RateLimit.Burst < 0 {
 		problems = append(problems, "server.rate_limit.burst must not be negative")
 	}
-	if s := c.Server; s.MaxRequestBytes < 0 {
-		problems = append(problems, "server.max_request_bytes must not be negative")
+	for _, g := range c.ClientFinalTools {
+		if _, err := path.Match(g, ""); err != nil {
+			problems = append(problems, fmt.Sprintf("client_final_tools: %q is not a valid glob (%v); a glob matches tool names with *, ? and [...]", g, err))
+		}
+	}
+	if s := c.Server; s.MaxRequestBytes < 0 || s.MaxRequestDepth < 0 || s.MaxRequestElements < 0 {
+		problems = append(problems, "server.max_request_bytes, server.max_request_depth and server.max_request_elements must not be negative")
 	}
 	if c.Server.ShutdownGrace < 0 {
 		problems = append(problems, "server.shutdown_grace must not be negative")

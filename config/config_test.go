@@ -114,7 +114,7 @@ func TestErrors(t *testing.T) {
 		{"negative limit", "limits:\n  max_steps: -1\n", nil, `limits.max_steps must not be negative`},
 		{"negative limits", "limits:\n  max_parallel: -2\n  max_depth: -1\n", nil, `limits.max_depth must not be negative; limits.max_parallel must not be negative`},
 		{"negative timeout", "limits:\n  step_timeout: -1s\n", nil, `limits.step_timeout must not be negative`},
-		{"negative request limit", "server:\n  max_request_bytes: -1\n", nil, `server.max_request_bytes must not be negative`},
+		{"negative request limit", "server:\n  max_request_bytes: -1\n", nil, `server.max_request_bytes, server.max_request_depth and server.max_request_elements must not be negative`},
 		{"negative grace", "server:\n  shutdown_grace: -1s\n", nil, `server.shutdown_grace must not be negative`},
 		{"negative session timeout", "server:\n  session_timeout: -1s\n", nil, `server.session_timeout must not be negative`},
 		{"malformed YAML", "limits:\n  max_steps: [1\n", nil, `^:\d+: did not find expected`},
@@ -242,5 +242,27 @@ store:
 		if _, err := config.Parse([]byte(bad.yaml), func(string) (string, bool) { return "", false }); err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("%s: %v, want an error with %q", bad.yaml, err, bad.want)
 		}
+	}
+}
+
+// TestInvalidClientFinalGlob: a glob of client_final_tools that cannot
+// match anything was accepted silently; it is refused at load with the
+// reason.
+func TestInvalidClientFinalGlob(t *testing.T) {
+	_, err := config.Parse([]byte("client_final_tools: [\"edit_*\", \"[unclosed\"]\n"), func(string) (string, bool) { return "", false })
+	if err == nil || !strings.Contains(err.Error(), `client_final_tools: "[unclosed" is not a valid glob`) || !strings.Contains(err.Error(), "syntax error in pattern") {
+		t.Fatalf("err = %v, want the bad glob and why", err)
+	}
+	if _, err := config.Parse([]byte("client_final_tools: [\"edit_*\", \"fs__write?\"]\n"), func(string) (string, bool) { return "", false }); err != nil {
+		t.Fatalf("valid globs: %v", err)
+	}
+}
+
+// TestLoadDevZero: --config /dev/zero read until memory ran out; reading
+// stops at MaxFileBytes with an error that says so.
+func TestLoadDevZero(t *testing.T) {
+	_, err := config.Load("/dev/zero")
+	if err == nil || !strings.Contains(err.Error(), "larger than") || !strings.Contains(err.Error(), "/dev/zero") {
+		t.Fatalf("err = %v, want /dev/zero refused as larger than the limit", err)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"net/url"
-	"os"
 	"path"
 	"slices"
 	"strings"
@@ -37,7 +36,7 @@ func (nt NamedToken) Value(lookup func(string) (string, bool)) (string, error) {
 		}
 		v = val
 	} else {
-		data, err := os.ReadFile(nt.TokenFile)
+		data, err := ReadFile(nt.TokenFile)
 		if err != nil {
 			return "", fmt.Errorf("server.auth.tokens: the token of %s: %w", nt.Name, err)
 		}
@@ -96,7 +95,8 @@ type Tenant struct {
 
 // TenantMatch recognises a tenant's callers: by the name of their static
 // token, or by the claims of their JWT (every claim listed must equal its
-// value; a list claim must contain it).
+// value whole; a list claim must hold it as an element, and the
+// space-separated string of scope or scp as one of its members).
 type TenantMatch struct {
 	Tokens []string          `yaml:"tokens,omitempty" json:"tokens,omitempty"`
 	Claims map[string]string `yaml:"claims,omitempty" json:"claims,omitempty"`

@@ -24,12 +24,17 @@ const module = "github.com/orchestra-mcp/orchestra"
 // calls the CLI. A new package gets a line here, in the layer below
 // everything that imports it and above everything it imports.
 var layers = map[string]int{
-	// Small shared pieces and leaves that import nothing of orchestra.
-	"internal/boundedmap": 0, "internal/bytesize": 0, "internal/duration": 0, "internal/fairshare": 0,
-	"internal/jsonrpcerr": 0, "internal/rank": 0, "internal/redact": 0, "internal/suggest": 0,
-	"internal/textcut": 0, "internal/version": 0, "internal/worker": 0,
+	// The decoding gate and the pieces the schema loader uses, below it.
+	"internal/jsongate": -1, "internal/boundedmap": -1,
+
+	// Small shared pieces and leaves that import nothing of orchestra
+	// (the schema loader: the gate only).
+	"internal/schemaload": 0, "e2e/hostile": 0,
+	"internal/bytesize": 0, "internal/duration": 0, "internal/fairshare": 0,
+	"internal/jsonrpcerr": 0, "internal/plural": 0, "internal/rank": 0, "internal/redact": 0, "internal/suggest": 0,
+	"internal/textcut": 0, "internal/timeline": 0, "internal/version": 0, "internal/worker": 0,
 	"fsm": 0, "store": 0, "packaging/mcpb": 0, "packaging/npm": 0,
-	"testutil/fakeopenai": 0, "testutil/pgtest": 0, "e2e": 0,
+	"testutil/fakeopenai": 0, "testutil/pgtest": 0, "testutil/termtest": 0, "e2e": 0,
 
 	// The vocabulary: budgets, models, schemas, the tool interface.
 	"budget": 1, "llm": 1, "schemas": 1, "registry": 1,
@@ -37,7 +42,7 @@ var layers = map[string]int{
 
 	// The engine, the tools and the viewer of records.
 	"orchestrate": 3, "registry/builtin": 3, "registry/mcpserver": 3, "testutil/nestful": 3, "viewer": 3,
-	"toolloop": 4, "telemetry": 4, "server/progress": 4, "testutil/servertest": 4,
+	"toolloop": 4, "telemetry": 4, "server/progress": 4, "testutil/servertest": 4, "cli/termview": 4,
 	"planner": 5, "agents": 5,
 
 	// The configuration, which names all of the above.

@@ -235,8 +235,18 @@ func TestResumeInterruptedRun(t *testing.T) {
 	}
 
 	var out, errOut bytes.Buffer
-	if code := cli.Run(context.Background(), []string{"resume", "--config", cfg, "--store", db, id}, strings.NewReader(""), &out, &errOut); code != cli.ExitOK {
+	if code := cli.Run(context.Background(), []string{"resume", "--config", cfg, "--store", db, "--progress", "always", id}, strings.NewReader(""), &out, &errOut); code != cli.ExitOK {
 		t.Fatalf("orchestra resume exited %d: %s\n%s", code, errOut.String(), out.String())
+	}
+	// --progress always shows the resumed run as plain lines: the steps
+	// it runs, not those done before.
+	for _, want := range []string{"] plan resumed\n", "] c (http_request) success in ", "] d (http_request) success in ", "] plan success in "} {
+		if !strings.Contains(errOut.String(), want) {
+			t.Errorf("orchestra resume --progress always: stderr has no %q:\n%s", want, errOut.String())
+		}
+	}
+	if strings.Contains(errOut.String(), "] a (http_request)") {
+		t.Errorf("orchestra resume --progress always shows a step done before:\n%s", errOut.String())
 	}
 	var env struct {
 		Artifact struct {

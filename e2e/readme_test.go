@@ -20,6 +20,7 @@ import (
 
 	"github.com/orchestra-mcp/orchestra/cli"
 	"github.com/orchestra-mcp/orchestra/config"
+	"github.com/orchestra-mcp/orchestra/internal/redact"
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 	"github.com/orchestra-mcp/orchestra/registry/builtin"
 )
@@ -184,5 +185,24 @@ func TestReadmeCommands(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	if code := cli.Run(context.Background(), []string{"run", "examples/quickstart.json"}, strings.NewReader(""), &stdout, &stderr); code != cli.ExitOK {
 		t.Fatalf("orchestra run examples/quickstart.json exited %d:\n%s", code, stderr.String())
+	}
+}
+
+// TestReadmeSecretParams: the README names every query parameter word and
+// name internal/redact cuts out of URLs, and no other.
+func TestReadmeSecretParams(t *testing.T) {
+	data, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, _ := strings.Cut(string(data), "of every query parameter whose name, in any case, contains ")
+	sentence, _, _ := strings.Cut(after, "(`internal/redact`)")
+	var named []string
+	for _, m := range regexp.MustCompile("`([a-z]+)`").FindAllStringSubmatch(sentence, -1) {
+		named = append(named, m[1])
+	}
+	want := append(append([]string{}, redact.SecretParamWords...), redact.SecretParamNames...)
+	if diff := cmp.Diff(want, named); diff != "" {
+		t.Errorf("the README's list of secret query parameters (-internal/redact +README):\n%s", diff)
 	}
 }

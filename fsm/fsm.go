@@ -74,6 +74,11 @@ const (
 	// running (limits.max_iterations when a loop's array resolved,
 	// limits.max_tool_calls); nothing new starts.
 	EventLimitExceeded = "limit_exceeded"
+	// EventFallback: the planner failed, and a tool loop (the reactive
+	// fallback) makes the run's steps in the plan's place.
+	EventFallback = "fallback"
+	// EventFallbackFailed: the fallback's loop ended without an answer.
+	EventFallbackFailed = "fallback_failed"
 )
 
 // running is every state in which the plan can still time out, panic or be
@@ -107,6 +112,8 @@ func Transitions() []lfsm.EventDesc {
 		{Name: EventPanic, Src: running, Dst: StateFailed},
 		{Name: EventCancelled, Src: running, Dst: StateFailed},
 		{Name: EventLimitExceeded, Src: []string{StateDispatchingStep, StateAwaitingResults, StateMergingResults}, Dst: StateFailed},
+		{Name: EventFallback, Src: []string{StatePlannerActive}, Dst: StateDispatchingStep},
+		{Name: EventFallbackFailed, Src: []string{StateDispatchingStep}, Dst: StateFailed},
 	}
 	// step_started and step_finished change no state: one self-loop per state.
 	for _, st := range stepping {

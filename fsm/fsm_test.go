@@ -19,6 +19,7 @@ var allEvents = []string{
 	EventStepsDispatched, EventStepSucceeded, EventStepFailed, EventStepFailedContinue,
 	EventParallelComplete, EventMerged, EventStepStarted, EventStepFinished, EventFinished,
 	EventTimeout, EventPanic, EventCancelled, EventLimitExceeded, EventClientCall, EventPause, EventResume,
+	EventFallback, EventFallbackFailed,
 }
 
 // wantTable is the transition table of the design, written out: for each
@@ -56,6 +57,8 @@ var wantTable = map[string]map[string]string{
 	EventLimitExceeded: {
 		StateDispatchingStep: StateFailed, StateAwaitingResults: StateFailed, StateMergingResults: StateFailed,
 	},
+	EventFallback:       {StatePlannerActive: StateDispatchingStep},
+	EventFallbackFailed: {StateDispatchingStep: StateFailed},
 }
 
 // whileRunning maps every state before a final one to dst.

@@ -88,5 +88,45 @@ func TestAnthropicStreamMatchesGenerate(t *testing.T) {
 }
 
 func TestAnthropicStreamAnsweredWithoutEvents(t *testing.T) {
-	testAnsweredWithoutEvents(t, llm.Config{Provider: "anthropic"}, anthropicAnswer)
+	testAnsweredWithoutEvents(t, llm.Config{Provider: "anthropic"}, `{"id":"msg_1","type":"message","role":"assistant","model":"claude-test-1",`+
+		`"content":[{"type":"text","text":"Planning."},{"type":"tool_use","id":"toolu_1","name":"__planning__","input":{"type":"tool_calls","calls":[]}}],`+
+		`"stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":10,"output_tokens":2}}`)
+}
+
+// TestAnthropicAnswerReadThroughLimit: as TestOpenAIAnswerReadThroughLimit,
+// for the Messages API.
+func TestAnthropicAnswerReadThroughLimit(t *testing.T) {
+	const limit = 64 << 10
+	req := &llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "plan"}}, Tools: []llm.ToolDef{planningTool}}
+	start := "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"m\",\"content\":[],\"usage\":{\"input_tokens\":1,\"output_tokens\":1}}}\n\n"
+	t.Run("unstreamed", func(t *testing.T) {
+		sent := make(chan int64, 8)
+		srv := newFakeAPI(t, endlessReply("application/json", `{"id":"m","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"`, "x", sent))
+		m, err := llm.New(llm.Config{Provider: "anthropic", Model: "m", BaseURL: srv.URL, MaxResponseBytes: limit}, llm.Options{Getenv: env("ANTHROPIC_API_KEY", "k")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkReadThroughLimit(t, srv, func() error { _, err := m.Generate(t.Context(), req); return err }, sent, 64<<20)
+	})
+	for _, tc := range []struct{ name, head, piece string }{
+		{"streamed text", start + "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
+			"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}}\n\n"},
+		{"streamed arguments", start + "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"__planning__\",\"input\":{}}}\n\n",
+			"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"steps\\\":[{\\\"tool\\\":\\\"x\\\"},{\\\"tool\\\":\\\"x\\\"},\"}}\n\n"},
+		{"streamed pings", start, "event: ping\ndata: {\"type\":\"ping\"}\n\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sent := make(chan int64, 8)
+			srv := newFakeAPI(t, endlessReply("text/event-stream", tc.head, tc.piece, sent))
+			m, err := llm.New(llm.Config{Provider: "anthropic", Model: "m", BaseURL: srv.URL, MaxResponseBytes: limit}, llm.Options{Getenv: env("ANTHROPIC_API_KEY", "k")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sm := m.(llm.StreamModel)
+			checkReadThroughLimit(t, srv, func() error {
+				_, err := sm.GenerateStream(t.Context(), req, func(llm.Delta) {})
+				return err
+			}, sent, 64<<20)
+		})
+	}
 }

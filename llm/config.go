@@ -69,6 +69,11 @@ type Config struct {
 	// Headers are extra HTTP headers sent with every request
 	// (e.g. OpenRouter's HTTP-Referer).
 	Headers map[string]string `json:"headers,omitempty" yaml:"headers,omitempty"`
+	// MaxResponseBytes caps what is read of one answer of the openai and
+	// anthropic providers: an unstreamed response body, or a streamed
+	// answer's text and tool-call arguments (its event stream may be 16
+	// times larger, for the events' own fields). Default 8 MiB.
+	MaxResponseBytes int64 `json:"max_response_bytes,omitempty" yaml:"max_response_bytes,omitempty"`
 }
 
 // Options carries what a provider needs from its host rather than from the
@@ -188,7 +193,7 @@ func (cfg Config) credentials(provider, defaultEnv string, opts Options, modelEx
 	if hc == nil {
 		hc = &http.Client{}
 	}
-	return env, key, hc, nil
+	return env, key, limitedClient(hc, cfg.maxResponseBytes()), nil
 }
 
 // Duration is a duration written as "30s" or as a number of milliseconds.

@@ -167,6 +167,8 @@ func classifyTransport(e *Error, parent context.Context) {
 	}
 	err := e.Err
 	switch {
+	case errors.Is(err, ErrTooLarge):
+		e.Kind = ErrBadResponse
 	case errors.Is(err, context.DeadlineExceeded):
 		e.Kind = ErrTimeout
 	case errors.Is(err, context.Canceled):

@@ -162,3 +162,49 @@ func jsonValue(t *testing.T, v any) any {
 	}
 	return out
 }
+
+// endlessReply answers with head, then piece over and over until the
+// client stops reading, and sends how many bytes it wrote on sent. A
+// model server that never ends its answer.
+func endlessReply(contentType, head, piece string, sent chan<- int64) reply {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", contentType)
+		n, _ := io.WriteString(w, head)
+		total := int64(n)
+		p := []byte(strings.Repeat(piece, max(1, 32<<10/len(piece))))
+		for r.Context().Err() == nil {
+			n, err := w.Write(p)
+			total += int64(n)
+			if err != nil {
+				break
+			}
+		}
+		sent <- total
+	}
+}
+
+// checkReadThroughLimit calls m and checks that the endless answer of the
+// server behind it fails with llm.ErrTooLarge after at most most bytes.
+func checkReadThroughLimit(t *testing.T, srv *fakeAPI, call func() error, sent <-chan int64, most int64) {
+	t.Helper()
+	err := call()
+	if n := srv.count(); n != 1 {
+		t.Errorf("the model was asked %d times; an answer too large must not be asked for again", n)
+	}
+	if !errors.Is(err, llm.ErrTooLarge) || !errors.Is(err, llm.ErrBadResponse) {
+		t.Fatalf("err = %v, want ErrTooLarge (a bad response)", err)
+	}
+	if !strings.Contains(err.Error(), "max_response_bytes") {
+		t.Errorf("err = %v, want it to name max_response_bytes", err)
+	}
+	select {
+	case n := <-sent:
+		// The server writes ahead of what is read by what the kernel's
+		// buffers hold; far less than an endless answer.
+		if n > most {
+			t.Errorf("the server wrote %d bytes before the client stopped reading; want at most %d", n, most)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the server was still writing a minute after the call returned")
+	}
+}

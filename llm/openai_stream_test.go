@@ -56,5 +56,43 @@ func TestOpenAIStreamMatchesGenerate(t *testing.T) {
 
 func TestOpenAIStreamAnsweredWithoutEvents(t *testing.T) {
 	testAnsweredWithoutEvents(t, llm.Config{Provider: "openai", BaseURL: "/v1"},
-		`{"id":"c","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"hi"}}]}`)
+		`{"id":"c","object":"chat.completion","created":1,"model":"m","usage":{"prompt_tokens":12,"completion_tokens":5,"total_tokens":17},`+
+			`"choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":"hi","tool_calls":[`+
+			`{"id":"call_1","type":"function","function":{"name":"__planning__","arguments":"{\"type\":\"tool_calls\",\"calls\":[]}"}}]}}]}`)
+}
+
+// TestOpenAIAnswerReadThroughLimit: a server that answers without end,
+// streamed or not, is read only up to max_response_bytes (the stream up to
+// 16 times that, for its events' own fields).
+func TestOpenAIAnswerReadThroughLimit(t *testing.T) {
+	const limit = 64 << 10
+	req := &llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "plan"}}, Tools: []llm.ToolDef{planningTool}}
+	t.Run("unstreamed", func(t *testing.T) {
+		sent := make(chan int64, 8)
+		srv := newFakeAPI(t, endlessReply("application/json", `{"id":"c","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"`, "x", sent))
+		m, err := llm.New(llm.Config{Provider: "openai", Model: "m", BaseURL: srv.URL + "/v1", MaxResponseBytes: limit}, llm.Options{Getenv: env()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkReadThroughLimit(t, srv, func() error { _, err := m.Generate(t.Context(), req); return err }, sent, 64<<20)
+	})
+	for _, tc := range []struct{ name, piece string }{
+		{"streamed text", `data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}}]}` + "\n\n"},
+		{"streamed arguments", `data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"__planning__","arguments":"{\"steps\":[{\"tool\":\"x\"},{\"tool\":\"x\"},{\"tool\":\"x\"},{\"tool\":\"x\"},{\"tool\":\"x\"},"}}]}}]}` + "\n\n"},
+		{"streamed without content", `data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{}}]}` + "\n\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sent := make(chan int64, 8)
+			srv := newFakeAPI(t, endlessReply("text/event-stream", "", tc.piece, sent))
+			m, err := llm.New(llm.Config{Provider: "openai", Model: "m", BaseURL: srv.URL + "/v1", MaxResponseBytes: limit}, llm.Options{Getenv: env()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sm := m.(llm.StreamModel)
+			checkReadThroughLimit(t, srv, func() error {
+				_, err := sm.GenerateStream(t.Context(), req, func(llm.Delta) {})
+				return err
+			}, sent, 64<<20)
+		})
+	}
 }

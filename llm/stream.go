@@ -1,14 +1,66 @@
 package llm
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"mime"
+	"net/http"
 )
 
 // errNoEvents reports a streaming request answered with no events: a
 // server that does not stream answers with one JSON body.
 var errNoEvents = errors.New("the server answered the streaming request with no events (it may not stream)")
+
+// maxJSONBody caps the one JSON body a server may answer a streaming
+// request with.
+const maxJSONBody = 64 << 20
+
+// jsonAnswer keeps the answer of a server that answers a streaming request
+// with one JSON body, as servers that do not stream do (several
+// OpenAI-compatible ones): the answer is in it, and asking again without
+// streaming would cost a second model call.
+type jsonAnswer struct {
+	body []byte // nil: the server streamed, or failed
+}
+
+// catch is an HTTP middleware's handling of the response of a streaming
+// request: a successful one with a JSON content type is read whole into
+// a.body and handed on empty, so that the stream decoder finds no events
+// and the provider decodes a.body instead.
+func (a *jsonAnswer) catch(res *http.Response, err error) (*http.Response, error) {
+	if err != nil || res == nil || res.StatusCode/100 != 2 {
+		return res, err
+	}
+	mt, _, _ := mime.ParseMediaType(res.Header.Get("Content-Type"))
+	if mt != "application/json" {
+		return res, nil
+	}
+	data, err := io.ReadAll(io.LimitReader(res.Body, maxJSONBody+1))
+	res.Body.Close()
+	if err != nil {
+		return nil, fmt.Errorf("reading the answer: %w", err)
+	}
+	if len(data) > maxJSONBody {
+		return nil, fmt.Errorf("the answer is over %d MiB", maxJSONBody>>20)
+	}
+	a.body = data
+	res.Body = io.NopCloser(bytes.NewReader(nil))
+	return res, nil
+}
+
+// replay calls onDelta with the answer resp holds, in the pieces a stream
+// of it would have: its text, then each tool call whole.
+func replay(resp *Response, onDelta func(Delta)) {
+	if resp.Text != "" {
+		onDelta(Delta{Text: resp.Text})
+	}
+	for i, tc := range resp.ToolCalls {
+		onDelta(Delta{Call: i, Name: tc.Name, Arguments: string(tc.Arguments)})
+	}
+}
 
 // Delta is one piece of an answer as a provider streams it: text, or the
 // next piece of a tool call's argument text.

@@ -3,10 +3,10 @@ package llm_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/orchestra-mcp/orchestra/llm"
 )
@@ -53,8 +53,9 @@ func TestScriptedStreamPieces(t *testing.T) {
 	}
 }
 
-// A server that ignores stream and answers with one JSON body is an error
-// the caller can tell (it then asks without streaming).
+// A server that ignores stream and answers with one JSON body has answered:
+// the stream returns what Generate would, hands the answer to onDelta
+// whole, and asks once.
 func testAnsweredWithoutEvents(t *testing.T, cfg llm.Config, body string) {
 	t.Helper()
 	f := newFakeAPI(t, jsonReply(200, body))
@@ -63,8 +64,23 @@ func testAnsweredWithoutEvents(t *testing.T, cfg llm.Config, body string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = m.(llm.StreamModel).GenerateStream(t.Context(), &llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "x"}}}, func(llm.Delta) {})
-	if !errors.Is(err, llm.ErrBadResponse) || !strings.Contains(err.Error(), "no events") {
-		t.Errorf("err = %v, want a bad response with no events", err)
+	req := &llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "x"}}}
+	var c collect
+	got, err := m.(llm.StreamModel).GenerateStream(t.Context(), req, c.add)
+	if err != nil {
+		t.Fatalf("a JSON body answering a streaming request: %v", err)
+	}
+	if n := f.count(); n != 1 {
+		t.Errorf("%d requests, want the one streaming request", n)
+	}
+	want, err := m.Generate(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the answer from the body (-generate +stream):\n%s", diff)
+	}
+	if len(got.ToolCalls) == 0 || c.name[0] != got.ToolCalls[0].Name || c.args[0] != string(got.ToolCalls[0].Arguments) || c.text != got.Text {
+		t.Errorf("deltas: text %q, calls %v %v; the answer has text %q, calls %+v", c.text, c.name, c.args, got.Text, got.ToolCalls)
 	}
 }

@@ -31,6 +31,10 @@ func (v *validator) finals() {
 func (v *validator) finalValue(val any, at string, path []Seg) {
 	switch val := val.(type) {
 	case string:
+		if ref, msg, ok := v.bareReference(val); ok {
+			v.res.Errors = append(v.res.Errors, &Issue{Path: at + PathString(path), Code: CodeBareReference, Template: ref, Message: msg})
+			return
+		}
 		if !mayBeTemplate(val) {
 			return
 		}

@@ -7,13 +7,15 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/orchestra-mcp/orchestra/registry"
 )
 
 // budgetCatalog has a tool that returns a text of the size it is asked
-// for, and a sink that counts its calls.
+// for, and a sink that counts its calls (a loop's iterations call it at
+// once; the count is read after the run).
 func budgetCatalog(t *testing.T, sinkCalls *int) *registry.Catalog {
 	t.Helper()
 	big := fakeTool(t, "big", `{"type":"object","properties":{"n":{"type":"integer"}}}`, `{"type":"object","properties":{"text":{"type":"string"}}}`,
@@ -21,7 +23,10 @@ func budgetCatalog(t *testing.T, sinkCalls *int) *registry.Catalog {
 			n, _ := args["n"].(float64)
 			return structured(map[string]any{"text": strings.Repeat("x", int(n))}), nil
 		})
+	var mu sync.Mutex
 	sink := fakeTool(t, "sink", "", "", func(context.Context, map[string]any) (*registry.Result, error) {
+		mu.Lock()
+		defer mu.Unlock()
 		*sinkCalls++
 		return structured(map[string]any{"ok": true}), nil
 	})

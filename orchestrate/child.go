@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/orchestra-mcp/orchestra/budget"
+	"github.com/orchestra-mcp/orchestra/fsm"
 	"github.com/orchestra-mcp/orchestra/toolcontext"
 )
 
@@ -19,12 +20,13 @@ import (
 // as its parent), logged and traced like any other. Make one with
 // [Engine.StartChild]; end it with Finish.
 type ChildRun struct {
-	r     *run
-	quiet *Engine // runs each tool call as a one-step plan, without hooks
-	mu    sync.Mutex
-	plan  *Plan
-	steps []*StepRecord
-	calls int
+	r        *run
+	quiet    *Engine // runs each tool call as a one-step plan, without hooks or a record
+	fallback bool    // the run is a prompt run its planner's fallback took over: Finish ends its state machine
+	mu       sync.Mutex
+	plan     *Plan
+	steps    []*StepRecord
+	calls    int
 	// offset is how many steps it recorded before a handoff (ContinueChild).
 	offset int
 	// inline: it goes on inside the resumed run of its own pause, which
@@ -67,10 +69,35 @@ func (e *Engine) newChild(ctx context.Context, source string) (*ChildRun, error)
 	ce := e.With(RunOptions{Source: source})
 	ce.principal = true // an agent acts with its own tools, within its request's
 	r := ce.newRun(ctx, &Request{Plan: plan})
+	return e.loopRun(r, plan), nil
+}
+
+// loopRun returns the ChildRun that makes the steps of r, with plan as
+// the plan they add up to.
+func (e *Engine) loopRun(r *run, plan *Plan) *ChildRun {
 	r.plan = plan
 	quiet := *e
-	quiet.hooks = noHooks
-	return &ChildRun{r: r, quiet: &quiet, plan: plan}, nil
+	// A call is a step of the run: its one-step plan has no record of its
+	// own, so no request of it is kept to resume.
+	quiet.hooks, quiet.pauses = noHooks, &memoryPauses{}
+	return &ChildRun{r: r, quiet: &quiet, plan: plan}
+}
+
+// runFallback hands the run, whose planner failed with err, to its
+// fallback.
+func (r *run) runFallback(ctx context.Context, err error) *Envelope {
+	r.fire(fsm.EventFallback)
+	plan := &Plan{Type: "tool_calls", Schedule: ScheduleSequential, Steps: []*Step{}}
+	r.info.Plan = plan
+	c := r.e.loopRun(r, plan)
+	c.fallback = true
+	// What the loop calls is the run's: its children, drawing from its
+	// budget node.
+	ctx = toolcontext.WithBudget(toolcontext.WithExecID(ctx, r.execID), r.budget)
+	if env := r.fallback.Run(ctx, c, err); env != nil {
+		return env
+	}
+	return c.Finish(StatusFailed, "", &Error{Code: CodePlannerFailed, Message: err.Error()})
 }
 
 // ExecID returns the child run's exec id.
@@ -110,7 +137,7 @@ func (c *ChildRun) Call(ctx context.Context, name string, args map[string]any) *
 	c.mu.Unlock()
 	callHook(c.r, "StepStarted", c.r.hooks.StepStarted, StepStartedInfo{Run: c.r.info, At: now, Step: started})
 
-	got := c.quiet.CallTool(ctx, id, name, args, nil)
+	got := c.quiet.CallTool(ctx, id, name, args, c.r.req.Bindings)
 	c.mu.Lock()
 	got.ID, got.Index, got.Path, got.ExecID, got.StartedAt = id, n, rec.Path, rec.ExecID, &now
 	got.DurationMS = time.Since(now).Milliseconds()
@@ -124,13 +151,29 @@ func (c *ChildRun) Call(ctx context.Context, name string, args map[string]any) *
 // Finish ends the child run with status (success, failed or partial), the
 // loop's answer and its errors, tells the hooks, and returns its envelope.
 func (c *ChildRun) Finish(status, answer string, errs ...*Error) *Envelope {
+	return c.FinishWith(status, answer, nil, errs...)
+}
+
+// FinishWith is Finish with edit, when set, applied to the envelope's
+// artifact before the hooks see it: the loop adds what it knows of the
+// run (its planner's record, its warnings).
+func (c *ChildRun) FinishWith(status, answer string, edit func(*Artifact), errs ...*Error) *Envelope {
 	r := c.r
 	defer r.m.Release()
+	if c.fallback {
+		if status == StatusFailed {
+			r.fire(fsm.EventFallbackFailed)
+		} else {
+			r.fire(fsm.EventFinished)
+		}
+	}
 	c.mu.Lock()
 	a := &Artifact{
 		Status: status, Success: status == StatusSuccess, Response: answer, Plan: c.plan,
 		Steps: append([]*StepRecord{}, c.steps...), Bindings: map[string]any{}, Errors: []*Error{}, ValidationErrors: []*Issue{},
 	}
+	// The run made its steps as it went: it ends with as many as it holds.
+	r.info.Leaves = len(c.steps)
 	c.mu.Unlock()
 	for _, rec := range a.Steps {
 		if rec.Error != nil {
@@ -143,7 +186,10 @@ func (c *ChildRun) Finish(status, answer string, errs ...*Error) *Envelope {
 			a.Errors = append(a.Errors, e)
 		}
 	}
-	env := &Envelope{ArtifactID: r.e.opts.NewID(), Artifact: a, Metadata: Metadata{
+	if edit != nil {
+		edit(a)
+	}
+	env := &Envelope{ArtifactID: r.execID, Artifact: a, full: r.full(), Metadata: Metadata{
 		ContextID: r.ids.ContextID, RequestID: r.ids.RequestID, TraceID: r.ids.TraceID, UserID: r.ids.UserID,
 		ToolName: r.info.Source, ExecutedAt: r.started.UTC().Format(time.RFC3339Nano),
 		DurationMS: time.Since(r.started).Milliseconds(), Depth: r.depth, ExecID: r.execID, Record: r.recordURI,

@@ -1,13 +1,12 @@
 package orchestrate
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/orchestra-mcp/orchestra/internal/schemaload"
 	"github.com/orchestra-mcp/orchestra/registry"
-	"github.com/orchestra-mcp/orchestra/schemas"
 )
 
 // clientTools is a catalog with the tools a request declares added.
@@ -49,14 +48,14 @@ func withClientTools(tools Tools, decl []*ClientTool) (Tools, []*Issue) {
 		}
 		t := registry.Tool{Name: ct.Name, Description: ct.Description, Mode: registry.ClientFinal, Source: "client"}
 		var err error
-		if t.InputSchema, err = clientSchema(ct.InputSchema); err != nil {
+		if t.InputSchema, err = clientSchema(fmt.Sprintf("client tool %q input_schema", ct.Name), ct.InputSchema); err != nil {
 			issues = append(issues, &Issue{Path: path + ".input_schema", Code: CodeInvalidValue, Message: "input_schema is not a usable JSON Schema: " + err.Error()})
 			continue
 		}
 		if t.InputSchema == nil {
 			t.InputSchema = &jsonschema.Schema{Type: "object"}
 		}
-		if t.OutputSchema, err = clientSchema(ct.OutputSchema); err != nil {
+		if t.OutputSchema, err = clientSchema(fmt.Sprintf("client tool %q output_schema", ct.Name), ct.OutputSchema); err != nil {
 			issues = append(issues, &Issue{Path: path + ".output_schema", Code: CodeInvalidValue, Message: "output_schema is not a usable JSON Schema: " + err.Error()})
 			continue
 		}
@@ -70,23 +69,13 @@ func withClientTools(tools Tools, decl []*ClientTool) (Tools, []*Issue) {
 	return &clientTools{Tools: tools, own: own, names: names}, issues
 }
 
-// clientSchema turns a declared schema into a resolved one, nil for none.
-func clientSchema(m map[string]any) (*jsonschema.Schema, error) {
+// clientSchema loads a declared schema through the schema loader, nil for
+// none.
+func clientSchema(source string, m map[string]any) (*jsonschema.Schema, error) {
 	if m == nil {
 		return nil, nil
 	}
-	data, err := json.Marshal(m)
-	if err != nil {
-		return nil, err
-	}
-	s := &jsonschema.Schema{}
-	if err := json.Unmarshal(data, s); err != nil {
-		return nil, err
-	}
-	if _, err := schemas.Resolve(s); err != nil {
-		return nil, err
-	}
-	return s, nil
+	return schemaload.Load(source, m, schemaload.DefaultLimits())
 }
 
 // ClientRegistryTools returns the usable declarations of decl as catalog

@@ -79,6 +79,9 @@ const (
 	// limits.max_tool_calls: found before the plan runs where it can be,
 	// else while it runs, and then nothing new starts.
 	CodeLimitExceeded Code = "limit_exceeded"
+	// CodeBareReference: a reference inside longer text is written
+	// without the ${...} it needs there, so it would be passed on as text.
+	CodeBareReference Code = "bare_reference"
 	// CodeTooManyIssues: the list of issues was cut at its limit (100,
 	// MaxIssues); this last one counts the rest.
 	CodeTooManyIssues Code = "too_many_issues"
@@ -164,6 +167,10 @@ const (
 const (
 	// CodeDeclined: the user declined or cancelled an ask_user question.
 	CodeDeclined Code = "declined"
+	// CodeUserUnavailable: no user can be asked an ask_user question (the
+	// client has no elicitation), and the question does not let the
+	// calling model answer instead (if_no_user: pause).
+	CodeUserUnavailable Code = "user_unavailable"
 	// CodeClientError: the client reported that its tool failed.
 	CodeClientError Code = "client_error"
 	// CodePauseExpired: the run waited longer than limits.pause_ttl.

@@ -12,8 +12,8 @@ import (
 // Responses: what a caller gets back of the envelope. The execution
 // record always keeps the whole envelope.
 const (
-	// ResponseCompact leaves out the plan echo, the bindings and the
-	// steps' arguments. When the plan's answer or return value came out,
+	// ResponseCompact leaves out the plan echo (except a dry run's, whose
+	// normalised plan is its answer), the bindings and the steps' arguments. When the plan's answer or return value came out,
 	// it leaves out the steps' outputs too, since they are what the answer
 	// or result is made of, and counts the steps that succeeded instead
 	// of listing them (artifact.step_counts): steps lists only those that
@@ -66,7 +66,11 @@ type compactStep struct {
 	Children  []*compactStep `json:"children,omitempty"`
 }
 
+// compactMetadata leaves out the ids that are empty and the depth, but
+// never the standard envelope's tool_name and executed_at.
 type compactMetadata struct {
+	ToolName   string `json:"tool_name"`
+	ExecutedAt string `json:"executed_at"`
 	ContextID  string `json:"context_id,omitempty"`
 	RequestID  string `json:"request_id,omitempty"`
 	TraceID    string `json:"trace_id,omitempty"`
@@ -106,11 +110,14 @@ func (e *Envelope) compact() *compactEnvelope {
 	if answered {
 		art.StepCounts = stepCounts(a.Steps)
 	}
+	if a.DryRun {
+		art.Plan = a.Plan // the normalised plan is what a dry run is for
+	}
 	m := e.Metadata
 	return &compactEnvelope{
 		ArtifactID: e.ArtifactID,
 		Artifact:   art,
-		Metadata: compactMetadata{ContextID: m.ContextID, RequestID: m.RequestID, TraceID: m.TraceID, UserID: m.UserID,
+		Metadata: compactMetadata{ToolName: m.ToolName, ExecutedAt: m.ExecutedAt, ContextID: m.ContextID, RequestID: m.RequestID, TraceID: m.TraceID, UserID: m.UserID,
 			DurationMS: m.DurationMS, ExecID: m.ExecID, Record: m.Record},
 	}
 }

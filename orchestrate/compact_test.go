@@ -4,10 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/orchestra-mcp/orchestra/internal/jsongate"
+	"github.com/orchestra-mcp/orchestra/schemas"
 )
 
 // compactOf runs the request and returns the compact structured content of
@@ -166,5 +171,90 @@ func BenchmarkCompactResult(b *testing.B) {
 			}
 			b.ReportMetric(float64(n), "bytes")
 		})
+	}
+}
+
+// Every compact response keeps the standard envelope's _metadata.tool_name
+// and executed_at (seed 000), whatever the run came to, and matches the
+// output schema agent_orchestrate publishes, which declares them.
+func TestCompactKeepsStandardMetadata(t *testing.T) {
+	te := newTestEngine(t, testCatalogs["default"](t), Limits{})
+	lean, err := schemas.EnvelopeLean().Resolve(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, req := range map[string]string{
+		"success":  `{"plan":{"steps":[{"id":"a","tool":"echo","arguments":{"x":1}}]}}`,
+		"answered": `{"plan":{"steps":[{"id":"a","tool":"echo","arguments":{"x":1}}],"return":"$a.output"}}`,
+		"failed":   `{"plan":{"steps":[{"id":"bad","tool":"fail","arguments":{"message":"no"}}]}}`,
+		"invalid":  `{"plan":{"steps":[{"id":"a","tool":"no_such_tool","arguments":{}}]}}`,
+		"dry run":  `{"plan":{"steps":[{"id":"a","tool":"echo","arguments":{}}]},"dry_run":true}`,
+		"paused":   `{"plan":{"steps":[{"id":"e","tool":"edit","arguments":{}}]},"client_tools":[{"name":"edit"}]}`,
+		"no input": `{}`,
+		"refused":  `{"plan":{"steps":[]},"timeout_ms":-1}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			var env *Envelope
+			if r, issues := decodeInput([]byte(req), jsongate.Default(1<<20)); len(issues) > 0 {
+				env = te.Reject(t.Context(), issues)
+			} else {
+				env = te.Run(t.Context(), r)
+			}
+			var c map[string]any
+			if err := json.Unmarshal(Result(env).StructuredContent.(json.RawMessage), &c); err != nil {
+				t.Fatal(err)
+			}
+			m, _ := c["_metadata"].(map[string]any)
+			if m["tool_name"] != "agent_orchestrate" {
+				t.Errorf("_metadata.tool_name = %v, want agent_orchestrate", m["tool_name"])
+			}
+			if at, _ := m["executed_at"].(string); at == "" {
+				t.Errorf("_metadata has no executed_at: %v", m)
+			} else if _, err := time.Parse(time.RFC3339Nano, at); err != nil {
+				t.Errorf("executed_at %q: %v", at, err)
+			}
+			if err := lean.Validate(c); err != nil {
+				t.Errorf("the compact envelope does not match the published output schema: %v", err)
+			}
+		})
+	}
+}
+
+// A compact dry run answers with the normalised plan: seeing it is what a
+// dry run is for.
+func TestCompactDryRunKeepsPlan(t *testing.T) {
+	te := newTestEngine(t, testCatalogs["default"](t), Limits{})
+	art, _, env := compactOf(t, te, `{"plan":{"steps":[{"tool":"echo","arguments":{"x":1}},{"parallel":[{"tool":"echo","arguments":{}}]}]},"dry_run":true}`)
+	if !env.Artifact.DryRun || !env.Artifact.Success {
+		t.Fatalf("not a successful dry run: %+v", env.Artifact)
+	}
+	plan, _ := art["plan"].(map[string]any)
+	steps, _ := plan["steps"].([]any)
+	if len(steps) != 2 {
+		t.Fatalf("the compact dry run has plan %v, want the normalised plan with 2 steps", art["plan"])
+	}
+	if id := steps[0].(map[string]any)["id"]; id != "0" {
+		t.Errorf("the plan is not the normalised one: its first step's id is %v, want the default 0", id)
+	}
+	// A run that is not a dry run still leaves the plan out.
+	art, _, _ = compactOf(t, te, `{"plan":{"steps":[{"tool":"echo","arguments":{"x":1}}]}}`)
+	if _, ok := art["plan"]; ok {
+		t.Errorf("a compact run echoes its plan")
+	}
+}
+
+// The summary line counts in English: one problem, one tool step.
+func TestSummaryCounts(t *testing.T) {
+	te := newTestEngine(t, testCatalogs["default"](t), Limits{})
+	for req, want := range map[string]string{
+		`{"plan":{"steps":[{"id":"a","tool":"no_such_tool","arguments":{}}]}}`:                                       "The plan is invalid (1 problem); nothing ran.",
+		`{"plan":{"steps":[{"id":"a","tool":"no_such_tool"},{"id":"b","tool":"nor_this"}]}}`:                         "The plan is invalid (2 problems); nothing ran.",
+		`{"plan":{"steps":[{"id":"a","tool":"echo","arguments":{}}]},"dry_run":true}`:                                "Dry run: the plan is valid (1 tool step); nothing ran.",
+		`{"plan":{"steps":[{"id":"a","tool":"echo","arguments":{}},{"tool":"echo","arguments":{}}]},"dry_run":true}`: "Dry run: the plan is valid (2 tool steps); nothing ran.",
+	} {
+		env := te.Run(t.Context(), mustRequest(t, req))
+		if got, _, _ := strings.Cut(env.Summary(), "\n"); got != want {
+			t.Errorf("%s:\nsummary %q\nwant    %q", req, got, want)
+		}
 	}
 }

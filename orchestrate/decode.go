@@ -11,27 +11,34 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/orchestra-mcp/orchestra/internal/jsongate"
 	"github.com/orchestra-mcp/orchestra/internal/suggest"
 	"github.com/orchestra-mcp/orchestra/schemas"
 )
 
 // DecodeRequest decodes the input of agent_orchestrate, or a bare plan, and
-// normalizes it. It reports every problem it finds, each with its path; a
-// request with issues must not run.
+// normalizes it. It reports the problems it finds, each with its path (the
+// first MaxIssues, then a count of the rest); a request with issues must
+// not run. The JSON passes the decoding gate with its default limits
+// (jsongate.Default) first.
 //
 // Accepted plan shapes: {"steps": [...]}, the planner format
 // {"type": "tool_calls", "calls": [{"tool_name", "arguments"}]} and
 // {"type": "direct_response", "content": "..."}, and the aliases of agent
 // plans (result_key, merge_strategy, agent_id/action_id/prompt/with).
-func DecodeRequest(data []byte) (*Request, []*Issue) { return decodeRequest(data, true) }
+func DecodeRequest(data []byte) (*Request, []*Issue) {
+	return decodeRequest(data, true, jsongate.Default(0))
+}
 
 // decodeInput decodes the input of agent_orchestrate as its input schema
 // says: a bare plan ({"steps": [...]} at the top) is refused with a hint
 // to wrap it in "plan".
-func decodeInput(data []byte) (*Request, []*Issue) { return decodeRequest(data, false) }
+func decodeInput(data []byte, gate jsongate.Limits) (*Request, []*Issue) {
+	return decodeRequest(data, false, gate)
+}
 
-func decodeRequest(data []byte, bare bool) (*Request, []*Issue) {
-	v, issue := decodeJSON(data)
+func decodeRequest(data []byte, bare bool, gate jsongate.Limits) (*Request, []*Issue) {
+	v, issue := decodeJSON(data, gate)
 	if issue != nil {
 		return nil, []*Issue{issue}
 	}
@@ -39,30 +46,36 @@ func decodeRequest(data []byte, bare bool) (*Request, []*Issue) {
 	if !ok {
 		return nil, []*Issue{{Code: CodeInvalidRequest, Message: fmt.Sprintf("the input is %s; send a JSON object: {\"plan\": {\"steps\": [...]}} or {\"prompt\": \"...\"}", schemas.TypePhrase(v))}}
 	}
-	d := &decoder{bare: bare}
+	d := &decoder{bare: bare, gate: gate}
 	req := d.request(obj)
 	if len(d.issues) > 0 {
-		return nil, d.issues
+		return nil, d.result()
 	}
 	return req, nil
 }
 
-// DecodePlan decodes and normalizes a plan on its own.
+// DecodePlan decodes and normalizes a plan on its own, as DecodeRequest
+// does a request.
 func DecodePlan(data []byte) (*Plan, []*Issue) {
-	v, issue := decodeJSON(data)
+	gate := jsongate.Default(0)
+	v, issue := decodeJSON(data, gate)
 	if issue != nil {
 		return nil, []*Issue{issue}
 	}
-	d := &decoder{}
+	d := &decoder{gate: gate}
 	p := d.plan(v, "plan")
 	if len(d.issues) > 0 {
-		return nil, d.issues
+		return nil, d.result()
 	}
 	return p, nil
 }
 
-// decodeJSON decodes one JSON value, with numbers checked for range.
-func decodeJSON(data []byte) (any, *Issue) {
+// decodeJSON decodes one JSON value, with numbers checked for range, once
+// it has passed the decoding gate.
+func decodeJSON(data []byte, gate jsongate.Limits) (any, *Issue) {
+	if err := gate.Check(data); err != nil {
+		return nil, gateIssue(err)
+	}
 	if !utf8.Valid(data) {
 		return nil, &Issue{Code: CodeInvalidJSON, Message: "the input is not valid UTF-8; send UTF-8 encoded JSON"}
 	}
@@ -91,13 +104,38 @@ func describeJSONError(data []byte, err error) string {
 
 var errEOF = errors.New("EOF")
 
+// RequestGateKeys name the settings of the decoding gate's limits on a
+// request, for messages.
+func RequestGateKeys() jsongate.Keys {
+	return jsongate.Keys{Bytes: "server.max_request_bytes", Depth: "server.max_request_depth", Elements: "server.max_request_elements"}
+}
+
+// gateIssue describes JSON the decoding gate refused.
+func gateIssue(err error) *Issue {
+	return &Issue{Code: CodeTooLarge, Message: jsongate.Describe("the input", err, RequestGateKeys())}
+}
+
 type decoder struct {
 	issues []*Issue
+	more   int  // issues past MaxIssues, counted and not kept
 	bare   bool // a request may be a bare plan
+	gate   jsongate.Limits
 }
 
 func (d *decoder) add(path string, code Code, msg string, suggestions ...string) {
+	if len(d.issues) >= MaxIssues {
+		d.more++
+		return
+	}
 	d.issues = append(d.issues, &Issue{Path: path, Code: code, Message: msg, Suggestions: suggestions})
+}
+
+// result returns the issues, ending with a count of those not kept.
+func (d *decoder) result() []*Issue {
+	if d.more == 0 {
+		return d.issues
+	}
+	return append(d.issues, &Issue{Code: CodeTooManyIssues, Message: fmt.Sprintf("%d more errors are not listed; fix these and send the request again", d.more)})
 }
 
 var requestFields = []string{"plan", "prompt", "bindings", "timeout_ms", "max_parallel", "dry_run", "fallback", "response", "context", "client_tools", "resume"}
@@ -119,8 +157,9 @@ func (d *decoder) request(obj map[string]any) *Request {
 		switch k {
 		case "plan":
 			if s, ok := v.(string); ok {
-				// Models sometimes send the plan as a JSON string.
-				inner, issue := decodeJSON([]byte(s))
+				// Models sometimes send the plan as a JSON string: it
+				// passes the same gate as the request.
+				inner, issue := decodeJSON([]byte(s), d.gate)
 				if issue != nil {
 					d.add("plan", CodeInvalidValue, "plan is a string that is not valid JSON ("+issue.Message+"); send the plan as a JSON object")
 					continue

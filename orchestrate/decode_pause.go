@@ -11,6 +11,11 @@ var (
 	resumeFields     = []string{"exec_id", "results"}
 )
 
+// MaxClientTools caps the client tools one request declares: each is
+// loaded (its schemas through the schema loader) and may be offered to a
+// planner.
+const MaxClientTools = 256
+
 // clientTools decodes the request's client_tools.
 func (d *decoder) clientTools(v any, path string) []*ClientTool {
 	arr, ok := v.([]any)
@@ -18,6 +23,10 @@ func (d *decoder) clientTools(v any, path string) []*ClientTool {
 		if v != nil {
 			d.add(path, CodeInvalidValue, fmt.Sprintf("client_tools must be an array of {name, description, input_schema, output_schema}, not %s", schemas.TypePhrase(v)))
 		}
+		return nil
+	}
+	if len(arr) > MaxClientTools {
+		d.add(path, CodeInvalidValue, fmt.Sprintf("a request declares at most %d client tools, not %d; declare the ones this plan calls", MaxClientTools, len(arr)))
 		return nil
 	}
 	out := make([]*ClientTool, 0, len(arr))

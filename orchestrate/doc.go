@@ -47,6 +47,7 @@
 //	run.go             one run: validation, then scheduling, then the envelope
 //	schedule.go        the top-level steps, sequential or as a dag
 //	step.go            a tool step with its retries
+//	plain.go           outputs as plain JSON values before conditions and templates read them
 //	group.go           a parallel group and its merge
 //	handoff.go         a tool loop's handoff of client calls: its pause, the client side a step sees, child runs taken up
 //	loop.go            for_each loops, their iterations and the limits they meet

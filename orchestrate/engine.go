@@ -68,6 +68,12 @@ type RunOptions struct {
 	// Elicit, when set, asks the request's user: ask_user uses it instead
 	// of pausing.
 	Elicit Elicit
+	// AskOnPause says that the caller asks its user the questions of
+	// ask_user when the run pauses for them (on MCP 2026-07-28, through the
+	// protocol's input requests): ask_user then pauses whatever its
+	// if_no_user says. Without it or Elicit, no user can be asked, and
+	// ask_user fails with user_unavailable unless it asks to pause.
+	AskOnPause bool
 	// AllowTool, when set, narrows the catalog of these runs to the tools
 	// it allows (a tenant's, an agent's): a plan calling another is
 	// refused at plan time with unknown_tool. Their budget nodes carry it,
@@ -84,7 +90,7 @@ type RunInfo struct {
 	ExecID    string
 	IDs       toolcontext.IDs
 	Depth     int
-	Leaves    int   // tool steps in the plan; known from PlanReady on the prompt path
+	Leaves    int   // tool steps in the plan; known from PlanReady on the prompt path, and a child run's (its steps) at its end
 	Plan      *Plan // the plan; known from PlanReady on the prompt path
 	StartedAt time.Time
 	// Source says what started the run; see RunOptions.Source.
@@ -126,10 +132,11 @@ type Engine struct {
 	allow func(name string) bool
 	// principal marks the engine of a child run (StartChild): its node
 	// acts with the tools allow names rather than its caller's.
-	principal bool
-	hooks     *Hooks // opts.Hooks and the request's, composed; never nil
-	pauses    PauseStore
-	elicit    Elicit // the request's
+	principal  bool
+	hooks      *Hooks // opts.Hooks and the request's, composed; never nil
+	pauses     PauseStore
+	elicit     Elicit // the request's
+	askOnPause bool   // the request's caller asks its user on a pause
 	// transition, when set, sees every move of every run's state machine:
 	// the engine's own tests compare the paths with the design's.
 	transition fsm.Observer
@@ -189,6 +196,9 @@ func (e *Engine) With(ro RunOptions) *Engine {
 	if ro.Elicit != nil {
 		c.elicit = ro.Elicit
 	}
+	if ro.AskOnPause {
+		c.askOnPause = true
+	}
 	return &c
 }
 
@@ -240,6 +250,28 @@ func (e *Engine) RunPrompt(ctx context.Context, req *Request, plan PlanFunc) *En
 	return r.run(ctx, plan)
 }
 
+// Fallback takes a prompt run over when its planner fails (the planner's
+// reactive fallback): a tool loop makes the run's steps in the plan's
+// place, and the run ends as the loop does. The run stays one run, with one
+// record.
+type Fallback struct {
+	// Applies reports whether the fallback takes over after the planner
+	// failed with err; without it the run fails.
+	Applies func(err error) bool
+	// Run makes the run's steps through c (ChildRun.Call and Step) and
+	// ends the run with c.Finish or c.FinishWith, whose envelope it
+	// returns.
+	Run func(ctx context.Context, c *ChildRun, err error) *Envelope
+}
+
+// RunPromptFallback is RunPrompt with a fallback for a planner that fails;
+// a nil fallback is none.
+func (e *Engine) RunPromptFallback(ctx context.Context, req *Request, plan PlanFunc, fallback *Fallback) *Envelope {
+	r := e.newRun(ctx, req)
+	r.fallback = fallback
+	return r.run(ctx, plan)
+}
+
 func (e *Engine) newRun(ctx context.Context, req *Request) *run {
 	ids, _ := toolcontext.IDsFrom(ctx)
 	r := &run{
@@ -285,7 +317,7 @@ func (e *Engine) newRun(ctx context.Context, req *Request) *run {
 		r.m = fsm.New()
 	}
 	r.fireCtx = context.WithoutCancel(ctx)
-	r.ps.elicit = e.elicit
+	r.ps.elicit, r.ps.askOnPause = e.elicit, e.askOnPause
 	tools := e.opts.Tools
 	if r.budget.Narrowed() {
 		// What the run may call is what its caller could: the tools of

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/orchestra-mcp/orchestra/internal/plural"
 )
 
 // Plan and step statuses.
@@ -167,9 +169,9 @@ func (e *Envelope) Summary() string {
 	}
 	switch {
 	case a.DryRun && a.Success:
-		fmt.Fprintf(&b, "Dry run: the plan is valid (%d tool steps); nothing ran.", leaves)
+		fmt.Fprintf(&b, "Dry run: the plan is valid (%s); nothing ran.", plural.Count(leaves, "tool step"))
 	case len(a.ValidationErrors) > 0:
-		fmt.Fprintf(&b, "The plan is invalid (%d problems); nothing ran.", len(a.ValidationErrors))
+		fmt.Fprintf(&b, "The plan is invalid (%s); nothing ran.", plural.Count(len(a.ValidationErrors), "problem"))
 	case a.Response != "" && leaves == 0:
 		b.WriteString("Direct response; no tools ran.")
 	case a.Status == StatusAwaitingClient:

@@ -16,8 +16,9 @@ import (
 )
 
 // Pausing. A tool only the client can run (a client tool declared in the
-// request, a tool the configuration marks client-final, ask_user without
-// elicitation) is not called: its step waits, with its arguments resolved,
+// request, a tool the configuration marks client-final, ask_user when the
+// caller asks its user on a pause or the plan lets the calling model
+// answer) is not called: its step waits, with its arguments resolved,
 // while every other step that can run does. When nothing more can run, the
 // run pauses (state awaiting_client): its answer lists the pending calls,
 // and the run is kept (PauseStore) until a resume brings their results or
@@ -30,6 +31,11 @@ const StatusAwaitingClient = "awaiting_client"
 
 // AskUserTool is the name of the built-in tool that asks the user.
 const AskUserTool = "ask_user"
+
+// IfNoUserPause is the value of ask_user's if_no_user that pauses the run
+// for the calling model to answer when no user can be asked; the default,
+// "fail", fails the question with user_unavailable.
+const IfNoUserPause = "pause"
 
 // ClientTool is a tool the caller runs itself, declared in the request's
 // client_tools. Plans call it by name like any tool.
@@ -89,14 +95,15 @@ type Elicit func(ctx context.Context, message string, schema map[string]any) (ac
 
 // pauseState is what a run knows about pausing and resuming.
 type pauseState struct {
-	tools   Tools                  // the catalog, with the request's client tools
-	issues  []*Issue               // the problems of the client tools' declarations
-	elicit  Elicit                 // nil: ask_user pauses
-	results map[string]any         // a resume's results, by step id
-	callIDs map[string]string      // the call ids of steps still pending, by step id
-	reuse   map[string]*StepRecord // the records of steps that ended before a resume, by id
-	resumed bool                   // the run was taken up again: no RunStarted
-	pending []*PendingCall         // guarded by run.mu
+	tools      Tools                  // the catalog, with the request's client tools
+	issues     []*Issue               // the problems of the client tools' declarations
+	elicit     Elicit                 // asks the user during the run; nil: no user can be asked so
+	askOnPause bool                   // the caller asks its user when the run pauses for ask_user
+	results    map[string]any         // a resume's results, by step id
+	callIDs    map[string]string      // the call ids of steps still pending, by step id
+	reuse      map[string]*StepRecord // the records of steps that ended before a resume, by id
+	resumed    bool                   // the run was taken up again: no RunStarted
+	pending    []*PendingCall         // guarded by run.mu
 	// loops are the tool loops of steps that paused this run, by step id
 	// (guarded by run.mu); continues are those a resume takes up, with
 	// the client's results.
@@ -171,9 +178,17 @@ func (r *run) clientCall(ctx context.Context, s *Step, tool registry.Tool, args 
 		r.end(s, StatusSuccess, v, nil)
 		return
 	}
-	if tool.Name == AskUserTool && r.ps.elicit != nil {
-		r.ask(ctx, s, args)
-		return
+	if tool.Name == AskUserTool {
+		switch {
+		case r.ps.elicit != nil:
+			r.ask(ctx, s, args)
+			return
+		case !r.askPauses(s.Arguments): // as written, as the plan-time checks read it
+			r.end(s, StatusFailed, nil, &Error{Code: CodeUserUnavailable, Message: "no user can be asked this question: the client has no MCP elicitation (and a command line run has no client), " +
+				"so the step fails and what depends on the answer does not run. If the calling model may answer instead, add \"if_no_user\": \"pause\" to ask_user's arguments: " +
+				"the run then pauses and is resumed with its answer, which is not the user's decision"})
+			return
+		}
 	}
 	id := r.ps.callIDs[s.ID]
 	if id == "" {
@@ -354,11 +369,10 @@ func validateResult(tool registry.Tool, v any) error {
 	if _, failed := clientFailure(v); failed || tool.OutputSchema == nil {
 		return nil
 	}
-	rs, err := schemas.Resolve(tool.OutputSchema)
-	if err != nil {
+	if _, err := schemas.Resolve(tool.OutputSchema); err != nil {
 		return nil // a schema that does not resolve cannot be checked
 	}
-	if err := rs.Validate(v); err != nil {
+	if err := schemas.ValidateValue(tool.OutputSchema, v); err != nil {
 		return errors.New(schemas.CleanError(err))
 	}
 	return nil
@@ -393,10 +407,21 @@ func joinAnd(s []string) string {
 func (r *run) clientFinal(t registry.Tool) bool { return r.e.ClientFinal(t) }
 
 // mayPause reports whether step s, a tool step, may wait for the client:
-// its tool is client-final, and it is not ask_user with elicitation.
+// its tool is client-final, and, when it is ask_user, asking pauses.
 func (r *run) mayPause(s *Step) bool {
 	t, ok := r.ps.tools.Lookup(s.Tool)
-	return ok && r.clientFinal(t) && !(t.Name == AskUserTool && r.ps.elicit != nil)
+	return ok && r.clientFinal(t) && (t.Name != AskUserTool || r.askPauses(s.Arguments))
+}
+
+// askPauses reports whether ask_user with args pauses the run: when the
+// caller asks its user on a pause, or when no user can be asked and args
+// let the calling model answer (if_no_user: pause, written as such: a
+// template there does not pause).
+func (r *run) askPauses(args map[string]any) bool {
+	if r.ps.elicit != nil {
+		return false
+	}
+	return r.ps.askOnPause || args["if_no_user"] == IfNoUserPause
 }
 
 // clientInLoop returns the issue of tool step s when it may pause but runs

@@ -281,18 +281,42 @@ func TestAskUser(t *testing.T) {
 			}
 		})
 	}
+	// No user can be asked: the question fails, so that the step it gates
+	// does not run, and says how to let the calling model answer.
 	t.Run("no elicitation", func(t *testing.T) {
 		log := &callLog{}
 		e := newTestEngine(t, pauseCatalog(t, log), Limits{})
 		env := e.Run(t.Context(), mustRequest(t, plan))
-		if env.Artifact.Status != StatusAwaitingClient || env.Artifact.Pending[0].Tool != AskUserTool {
-			t.Fatalf("%s", env.JSON())
+		a := env.Artifact
+		if a.Status != StatusFailed || a.Steps[0].Error == nil || a.Steps[0].Error.Code != CodeUserUnavailable || len(log.names()) != 0 {
+			t.Fatalf("status %s, ask %+v, calls %v; want the question failed with %s and nothing run", a.Status, a.Steps[0].Error, log.names(), CodeUserUnavailable)
 		}
-		env = e.Run(t.Context(), resumeReq(t, env.Artifact.Resume.ExecID, `{"ask": {"action": "accept", "content": {}}}`))
-		if !env.Artifact.Success || len(log.names()) != 1 {
-			t.Errorf("%s", env.JSON())
+		if msg := a.Steps[0].Error.Message; !strings.Contains(msg, `"if_no_user": "pause"`) {
+			t.Errorf("the error does not say how to let the calling model answer: %s", msg)
 		}
 	})
+	// The plan may ask for a pause instead: the calling model answers, and
+	// the run goes on with its answer.
+	for name, tc := range map[string]struct {
+		plan string
+		ro   RunOptions
+	}{
+		"if_no_user pause":           {strings.Replace(plan, `"message": "Delete ${bindings.file}?"`, `"message": "Delete ${bindings.file}?", "if_no_user": "pause"`, 1), RunOptions{}},
+		"the caller asks on a pause": {plan, RunOptions{AskOnPause: true}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			log := &callLog{}
+			e := newTestEngine(t, pauseCatalog(t, log), Limits{})
+			env := e.RunWith(t.Context(), mustRequest(t, tc.plan), tc.ro)
+			if env.Artifact.Status != StatusAwaitingClient || env.Artifact.Pending[0].Tool != AskUserTool {
+				t.Fatalf("%s", env.JSON())
+			}
+			env = e.Run(t.Context(), resumeReq(t, env.Artifact.Resume.ExecID, `{"ask": {"action": "accept", "content": {}}}`))
+			if !env.Artifact.Success || len(log.names()) != 1 {
+				t.Errorf("%s", env.JSON())
+			}
+		})
+	}
 }
 
 // With schedule dag, steps that do not need the client's result run
@@ -341,8 +365,8 @@ func TestClientToolsAreValidated(t *testing.T) {
 }
 
 // A tool loop cannot pause: a client tool in its one-step plans is refused
-// before anything runs, with client_in_loop; ask_user still asks when the
-// client has elicitation.
+// before anything runs, with client_in_loop, and so is an ask_user that
+// would pause; ask_user still asks when the client has elicitation.
 func TestToolLoopsCannotPause(t *testing.T) {
 	e := newTestEngine(t, pauseCatalog(t, &callLog{}), Limits{})
 	req := mustRequest(t, `{"client_tools": [`+editTool+`], "plan": {"steps": [{"id": "e", "tool": "edit", "arguments": {"path": "a", "text": "b"}}]}}`)
@@ -353,8 +377,28 @@ func TestToolLoopsCannotPause(t *testing.T) {
 	}
 	ask := mustRequest(t, `{"plan": {"steps": [{"id": "q", "tool": "ask_user", "arguments": {"message": "ok?"}}]}}`)
 	ask.NoPause = true
-	if env := e.Run(t.Context(), ask); len(env.Artifact.ValidationErrors) != 1 {
-		t.Errorf("ask_user without elicitation in a tool loop: %s", env.JSON())
+	// Without a user to ask, the question fails; a question that would
+	// pause (for the calling model, or for a caller that asks its user on
+	// a pause) is refused.
+	if env := e.Run(t.Context(), ask); env.Artifact.Steps[0].Error == nil || env.Artifact.Steps[0].Error.Code != CodeUserUnavailable {
+		t.Errorf("ask_user without a user in a tool loop: %s", env.JSON())
+	}
+	if env := e.RunWith(t.Context(), ask, RunOptions{AskOnPause: true}); len(env.Artifact.ValidationErrors) != 1 || env.Artifact.ValidationErrors[0].Code != CodeClientInLoop {
+		t.Errorf("ask_user asked on a pause in a tool loop: %s", env.JSON())
+	}
+	pausing := mustRequest(t, `{"plan": {"steps": [{"id": "q", "tool": "ask_user", "arguments": {"message": "ok?", "if_no_user": "pause"}}]}}`)
+	pausing.NoPause = true
+	if env := e.Run(t.Context(), pausing); len(env.Artifact.ValidationErrors) != 1 || env.Artifact.ValidationErrors[0].Code != CodeClientInLoop {
+		t.Errorf("ask_user that pauses for the model in a tool loop: %s", env.JSON())
+	}
+	// Whether a question pauses is read from its arguments as written, as
+	// the plan-time check reads them: a template there, which would
+	// resolve to "pause" only once the loop was let in, is refused.
+	templated := mustRequest(t, `{"bindings": {"mode": "pause"}, "plan": {"steps": [{"id": "q", "tool": "ask_user", "arguments": {"message": "ok?", "if_no_user": "${bindings.mode}"}}]}}`)
+	templated.NoPause = true
+	if env := e.Run(t.Context(), templated); env.Artifact.Status == StatusAwaitingClient || len(env.Artifact.ValidationErrors) != 1 ||
+		env.Artifact.ValidationErrors[0].Code != CodeInvalidArguments || env.Artifact.ValidationErrors[0].Argument != "if_no_user" {
+		t.Errorf("ask_user whose if_no_user is a template, in a tool loop: %s", env.JSON())
 	}
 	elicit := func(context.Context, string, map[string]any) (string, map[string]any, error) {
 		return "accept", nil, nil

@@ -37,7 +37,7 @@ func (e *Engine) Resume(ctx context.Context, req *Request) *Envelope {
 	switch cp.Status {
 	case CheckpointPaused:
 		if time.Now().After(cp.ExpiresAt) {
-			return e.expire(ctx, cp)
+			return e.expire(ctx, cp, req.Response)
 		}
 		var issues []*Issue
 		results, continues, issues = e.checkResults(cp, rs.Results)
@@ -62,7 +62,7 @@ func (e *Engine) Resume(ctx context.Context, req *Request) *Envelope {
 		}
 		return e.refuse(ctx, "resume.exec_id", CodeUnknownRun, fmt.Sprintf("taking up run %s: %v", cp.ExecID, err), "")
 	}
-	r := e.resumedRun(ctx, cp)
+	r := e.resumedRun(ctx, cp, req.Response)
 	r.ps.results, r.ps.continues = results, continues
 	for step, lp := range cp.Loops {
 		if _, goes := continues[step]; goes {
@@ -117,11 +117,17 @@ func (e *Engine) checkResults(cp *Checkpoint, given map[string]any) (map[string]
 	out := map[string]any{}
 	continues := map[string]*registry.Continuation{}
 	var issues []*Issue
+	more := 0 // issues past MaxIssues, counted and not described
 	for _, key := range sortedKeys(given) {
 		v := given[key]
+		// A call id first: a step of a tool loop may wait for several.
 		i := slices.IndexFunc(cp.Pending, func(p *PendingCall) bool { return p.CallID == key })
 		if i < 0 {
 			i = slices.IndexFunc(cp.Pending, func(p *PendingCall) bool { return p.Step == key })
+		}
+		if i < 0 && len(issues) >= MaxIssues {
+			more++
+			continue
 		}
 		if i < 0 {
 			issues = append(issues, &Issue{Path: "resume.results." + key, Code: CodeInvalidResult, Message: fmt.Sprintf("%q names no call the run waits for (a call answered before, or no client call at all); it waits for %s", key, strings.Join(waiting, ", "))})
@@ -167,14 +173,19 @@ func (e *Engine) checkResults(cp *Checkpoint, given map[string]any) (map[string]
 			issues = append(issues, &Issue{Path: "resume.results", StepID: step, Code: CodeInvalidResult, Message: fmt.Sprintf("the tool loop of step %s goes on only with the results of all its calls; send those of %s too (the run stays paused)", step, strings.Join(missing, ", "))})
 		}
 	}
+	if more > 0 {
+		issues = append(issues, &Issue{Path: "resume.results", Code: CodeTooManyIssues, Message: fmt.Sprintf("%d more results name no call the run waits for; send only the results of %s", more, strings.Join(waiting, ", "))})
+	}
 	return out, continues, issues
 }
 
 // resumedRun makes the run that takes up cp: its exec id, its request,
 // the records of its steps that ended, and the call ids of its pending
-// calls.
-func (e *Engine) resumedRun(ctx context.Context, cp *Checkpoint) *run {
-	r := e.newRun(ctx, cp.Request)
+// calls. response is the resume's own "response": the shape of its answer.
+func (e *Engine) resumedRun(ctx context.Context, cp *Checkpoint, response string) *run {
+	req := *cp.Request
+	req.Response = response
+	r := e.newRun(ctx, &req)
 	r.execID, r.info.ExecID = cp.ExecID, cp.ExecID
 	if e.opts.Record != nil {
 		r.recordURI = e.opts.Record(cp.ExecID)
@@ -237,11 +248,11 @@ func (r *run) startEvent() string {
 
 // expire ends a paused run whose pause expired: it fails with
 // pause_expired, its pending calls cancelled.
-func (e *Engine) expire(ctx context.Context, cp *Checkpoint) *Envelope {
+func (e *Engine) expire(ctx context.Context, cp *Checkpoint, response string) *Envelope {
 	if err := e.pauses.Claim(ctx, cp, "expired", nil); err != nil {
 		return e.refuse(ctx, "resume.exec_id", CodeAlreadyResumed, fmt.Sprintf("run %s was taken up by another request; read orchestra://executions/%s", cp.ExecID, cp.ExecID), "")
 	}
-	r := e.resumedRun(ctx, cp)
+	r := e.resumedRun(ctx, cp, response)
 	callHook(r, "RunResumed", r.hooks.RunResumed, RunResumedInfo{Run: r.info, At: r.started})
 	r.plan = cp.Request.Plan
 	r.info.Plan, r.info.Leaves = r.plan, len(r.plan.Leaves())

@@ -13,6 +13,7 @@ import (
 
 	"github.com/orchestra-mcp/orchestra/budget"
 	"github.com/orchestra-mcp/orchestra/fsm"
+	"github.com/orchestra-mcp/orchestra/internal/plural"
 	"github.com/orchestra-mcp/orchestra/toolcontext"
 )
 
@@ -38,6 +39,7 @@ type run struct {
 	plan     *Plan
 	valid    *Validation
 	planInfo *PlannerInfo
+	fallback *Fallback // makes the steps when the planner fails; nil: none
 	tmpl     templateCache
 	names    map[string]*Step // ids and result keys
 	deps     map[*Step][]*Step
@@ -180,6 +182,9 @@ func (r *run) run(ctx context.Context, planner PlanFunc) (env *Envelope) {
 				r.errors = append(r.errors, &Error{Code: plannerCode(ctx, err), Message: err.Error()})
 			}
 			r.stream.Reject("planning failed")
+			if err != nil && r.fallback != nil && r.fallback.Applies(err) {
+				return r.runFallback(ctx, err)
+			}
 			return r.notRun()
 		}
 		if !r.validate() {
@@ -196,7 +201,7 @@ func (r *run) run(ctx context.Context, planner PlanFunc) (env *Envelope) {
 			return r.notRun()
 		}
 		if !r.validate() {
-			r.errors = append(r.errors, &Error{Code: CodeValidation, Message: fmt.Sprintf("the plan has %d validation errors; nothing ran", len(r.valid.Errors))})
+			r.errors = append(r.errors, &Error{Code: CodeValidation, Message: fmt.Sprintf("the plan has %s; nothing ran", plural.Count(len(r.valid.Errors), "validation error"))})
 			return r.notRun()
 		}
 		r.fire(r.startEvent())

@@ -96,7 +96,7 @@ func (r *run) call(ctx context.Context, s *Step, tool registry.Tool, args map[st
 			return
 		}
 		if err == nil && !res.IsError {
-			out := res.Output()
+			out := plainJSON(res.Output())
 			if n, ok := jsonSizeWithin(out, r.lim.MaxRunBytes); ok {
 				if fail := r.bytes.charge(s.ID, int64(n)); fail != nil {
 					r.end(s, StatusFailed, nil, fail)
@@ -133,7 +133,7 @@ func (r *run) call(ctx context.Context, s *Step, tool registry.Tool, args map[st
 			if res.Code != "" {
 				fail.Code = Code(res.Code)
 			}
-			failedOutput = res.Structured
+			failedOutput = plainJSON(res.Structured)
 		case errors.As(err, &perr):
 			r.e.log.Error("tool panicked", "exec_id", r.execID, "step_id", s.ID, "tool", s.Tool, "panic", perr.Value, "stack", string(perr.Stack))
 			fail = &Error{Code: CodePanic, Message: perr.Error()}

@@ -285,6 +285,41 @@ func looksLikeTemplate(s string) (name string, ok bool) {
 	return name, true
 }
 
+// bareReference returns the first reference in s that is written as a
+// whole-value reference ("$a.output.text") but is not the whole string,
+// where only ${...} interpolates: "Summary: $a.output.text" passes the
+// reference on as plain text. It counts only references to what known
+// says is a step of the plan, to the bindings, or to a loop variable (in
+// vars): "costs $5" and "$0.50" are text. A string that is one reference
+// as a whole, the inside of ${...}, and a "$" next to another "$" are not
+// bare references.
+func bareReference(s string, vars map[string]bool, known func(step string) bool) (string, bool) {
+	for i := 0; i < len(s); i++ {
+		switch {
+		case s[i] != '$':
+			continue
+		case strings.HasPrefix(s[i:], "${"):
+			if end := strings.IndexByte(s[i:], '}'); end > 0 {
+				i += end
+			}
+			continue
+		case i+1 < len(s) && s[i+1] == '$' || i > 0 && s[i-1] == '$':
+			continue
+		}
+		var r Ref
+		// A path that goes wrong ("$a.output.title." ending a sentence)
+		// still names what it refers to up to where it does.
+		n, err := parseRef(&r, nil, s, i+1, vars)
+		if err == nil && i == 0 && n == len(s) {
+			continue
+		}
+		if r.Var != "" || r.Binding != "" || r.Step != "" && known(r.Step) {
+			return s[i:n], true
+		}
+	}
+	return "", false
+}
+
 // mustachePlaceholder returns the name in the first Mustache-style
 // placeholder of s, "{{name}}": a bare identifier that is neither a Go
 // template keyword nor one of its built-in functions. orchestra passes it

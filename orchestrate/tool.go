@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/orchestra-mcp/orchestra/internal/jsongate"
 	"github.com/orchestra-mcp/orchestra/internal/textcut"
 	"github.com/orchestra-mcp/orchestra/registry"
 	"github.com/orchestra-mcp/orchestra/schemas"
@@ -25,7 +26,7 @@ func MCPTool(unlisted []registry.Tool) *mcp.Tool {
 		Name:         ToolName,
 		Title:        "Run a multi-step tool plan",
 		Description:  Describe(unlisted),
-		InputSchema:  schemas.PortableOr(schemas.OrchestrateInput()),
+		InputSchema:  schemas.PortableInputOr(schemas.OrchestrateInput()),
 		OutputSchema: schemas.PortableOr(schemas.EnvelopeLean()),
 		Annotations: &mcp.ToolAnnotations{
 			DestructiveHint: new(true),
@@ -34,14 +35,14 @@ func MCPTool(unlisted []registry.Tool) *mcp.Tool {
 	}
 }
 
-const howTo = `Runs a multi-step tool plan in ONE call instead of calling tools one by one. It is checked against the tools' schemas first: on any problem nothing runs, and all are reported.
+const howTo = `Runs a multi-step tool plan in ONE call instead of calling tools one by one. Send one of "plan", "prompt" (a goal) or "resume". A plan is checked against the tools' schemas first: on any problem nothing runs, and all are reported.
 
 Steps run in order; {"parallel": [steps]} runs a group at once; "schedule": "dag" starts each step when its inputs are ready. Templates in argument strings:
 - "$0.output.f" (step 0's output, type kept), "$id.output.items[0].url" (by step id), "$bindings.name"
 - "text ${id.output.title} text" interpolates.
 A step's output is the tool's structured output, else {"text": "..."}.
 
-A plan's "answer" (text with ${...}) or "return" (a template value) comes back as artifact.answer or artifact.result, without step outputs; "response": "full" returns all.
+A plan's "answer" (text with ${...}) or "return" (a template value) comes back as artifact.answer or .result, without step outputs ("response": "full" returns all).
 
 ` + exampleBuiltins + `
 
@@ -128,10 +129,19 @@ func firstLine(s string) string {
 type HandlerOptions struct {
 	// MaxRequestBytes caps the arguments of one call. Default 4 MiB.
 	MaxRequestBytes int
+	// Gate bounds the nesting and the values of the arguments (and of a
+	// plan sent as a JSON string in them); zero fields take the decoding
+	// gate's defaults (jsongate.DefaultDepth, jsongate.DefaultElements).
+	Gate jsongate.Limits
 	// Prompt runs the prompt path; nil means no planner is configured. It
 	// returns the tool's result: usually [Result] of the run's envelope, or
 	// a result asking the client for input (multi round-trip sampling).
 	Prompt func(ctx context.Context, req *mcp.CallToolRequest, r *Request) *mcp.CallToolResult
+	// Result turns a run's envelope into the tool's result; nil means
+	// [ResultFor] at the request's protocol. A server that asks the user
+	// of a paused run through the protocol's input requests answers with
+	// them instead.
+	Result func(req *mcp.CallToolRequest, env *Envelope) *mcp.CallToolResult
 }
 
 // Handler returns the MCP handler of agent_orchestrate.
@@ -139,14 +149,23 @@ func (e *Engine) Handler(opts HandlerOptions) mcp.ToolHandler {
 	if opts.MaxRequestBytes == 0 {
 		opts.MaxRequestBytes = 4 << 20
 	}
+	if opts.Gate.Depth == 0 {
+		opts.Gate.Depth = jsongate.DefaultDepth
+	}
+	if opts.Gate.Elements == 0 {
+		opts.Gate.Elements = jsongate.DefaultElements
+	}
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		ctx = e.requestContext(ctx, req)
 		Result := func(env *Envelope) *mcp.CallToolResult { return ResultFor(env, req.ProtocolVersion()) }
+		if opts.Result != nil {
+			Result = func(env *Envelope) *mcp.CallToolResult { return opts.Result(req, env) }
+		}
 		args := req.Params.Arguments
 		if len(args) > opts.MaxRequestBytes {
 			return Result(e.Reject(ctx, []*Issue{{Code: CodeTooLarge, Message: fmt.Sprintf("the request is %d bytes; the limit is %d (server.max_request_bytes). Send a smaller plan, pass large data by reference (a URL or a step that fetches it), or raise server.max_request_bytes in the configuration file", len(args), opts.MaxRequestBytes)}})), nil
 		}
-		r, issues := decodeInput(args)
+		r, issues := decodeInput(args, opts.Gate)
 		if len(issues) > 0 {
 			return Result(e.Reject(ctx, issues)), nil
 		}

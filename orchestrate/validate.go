@@ -188,6 +188,14 @@ func (v *validator) step(s *Step) {
 		is := v.errorf(s, CodeForbiddenTool, "tool %q cannot be called from a plan (a plan may not start another orchestration on the same server)", s.Tool)
 		is.Path += ".tool"
 	}
+	if ok && tool.Name == AskUserTool {
+		// Whether the question may pause is known before anything runs
+		// (a loop refuses it then), so if_no_user is read as written.
+		if val, isStr := s.Arguments["if_no_user"].(string); isStr && mayBeTemplate(val) {
+			v.argIssue(s, []Seg{{Key: "if_no_user"}}, CodeInvalidArguments,
+				"if_no_user is read as written, before the run, to know whether the question may pause: write \"fail\" or \"pause\", not a template (%q)", val)
+		}
+	}
 	if ok && tool.SchemaProblem != "" {
 		v.warnf(s, CodeSchemaProblem, "the schemas of %q could not be used (%s); its arguments are checked only by the tool", s.Tool, tool.SchemaProblem)
 	}
@@ -200,6 +208,11 @@ func (v *validator) step(s *Step) {
 		case string:
 			if name, ok := mustachePlaceholder(val); ok {
 				v.argWarning(s, path, CodeMustache, "%q looks like a Mustache placeholder, which nothing fills: it is passed as plain text. In render's Go templates write {{.%s}} with values: {%q: ...}; to insert a binding or a step's output write ${bindings.%s} or ${<step>.output.<field>}", val, name, name, name)
+			}
+			if ref, msg, ok := v.bareReference(val); ok {
+				v.argIssue(s, path, CodeBareReference, "%s", msg).Template = ref
+				hasTemplates = true
+				return
 			}
 			if !mayBeTemplate(val) {
 				return
@@ -259,6 +272,17 @@ func appendSeg(path []Seg, s Seg) []Seg {
 	out := make([]Seg, len(path), len(path)+1)
 	copy(out, path)
 	return append(out, s)
+}
+
+// bareReference finds a reference written inside longer text without the
+// ${...} it needs there (see bareReference) and returns it with the
+// error's message.
+func (v *validator) bareReference(val string) (ref, msg string, ok bool) {
+	ref, ok = bareReference(val, v.tmpl.vars, v.knownName)
+	if !ok {
+		return "", "", false
+	}
+	return ref, fmt.Sprintf("%s is inside longer text, where a reference must be written ${...}: write ${%s}; as it is, it would be passed on as plain text", ref, ref[1:]), true
 }
 
 func (v *validator) knownName(name string) bool {

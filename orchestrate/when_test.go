@@ -1,11 +1,16 @@
 package orchestrate
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/orchestra-mcp/orchestra/registry"
 )
 
 func TestTruthy(t *testing.T) {
@@ -179,4 +184,66 @@ func TestWhenPlanTime(t *testing.T) {
 			}
 		})
 	}
+}
+
+// An in-process tool's typed output (a struct, Go ints, a json.Number) is
+// read as the JSON it encodes to: zeros are falsy and every output is the
+// same kind of value a downstream server's would be.
+func TestTypedOutputsArePlainJSON(t *testing.T) {
+	type counted struct {
+		Count int         `json:"count"`
+		Big   json.Number `json:"big"`
+		Of    []int64     `json:"of"`
+	}
+	typed := fakeTool(t, "typed", "", `{"type":"object","properties":{"count":{"type":"integer"},"big":{"type":"number"},"of":{"type":"array","items":{"type":"integer"}}}}`,
+		func(context.Context, map[string]any) (*registry.Result, error) {
+			return structured(counted{Count: 0, Big: "12.5", Of: []int64{0, 3}}), nil
+		})
+	echo := fakeTool(t, "echo", "", "", func(_ context.Context, args map[string]any) (*registry.Result, error) { return structured(args), nil })
+	te := newTestEngine(t, registry.NewCatalog(typed, echo), Limits{})
+	env := te.Run(t.Context(), mustRequest(t, `{"plan":{"steps":[
+		{"id":"t","tool":"typed","arguments":{}},
+		{"id":"zero","when":"$t.output.count","tool":"echo","arguments":{}},
+		{"id":"first","when":"$t.output.of[0]","tool":"echo","arguments":{}},
+		{"id":"second","when":"$t.output.of[1]","tool":"echo","arguments":{"n":"$t.output.of[1]","b":"$t.output.big"}}]}}`))
+	if got := reasonCodes(env); !slices.Equal(got, []string{"zero=" + string(CodeConditionFalse), "first=" + string(CodeConditionFalse)}) {
+		t.Errorf("skipped %v; want zero and first skipped for their 0", got)
+	}
+	out, _ := env.Artifact.Steps[3].Output.(map[string]any)
+	if out["n"] != 3.0 || out["b"] != 12.5 {
+		t.Errorf("second's arguments are %#v; want the float64 3 and 12.5 of decoded JSON", out)
+	}
+	if _, ok := env.Artifact.Steps[0].Output.(map[string]any); !ok {
+		t.Errorf("typed's output is %T, not a JSON object", env.Artifact.Steps[0].Output)
+	}
+}
+
+// BenchmarkPlainJSON measures what reading every output as plain JSON
+// costs: the walk over an output that is plain already (every downstream
+// tool's), against encoding it as JSON (which its envelope and record do
+// anyway), and the round trip of a typed one (an in-process tool's):
+//
+//	go test -run '^$' -bench PlainJSON ./orchestrate/
+func BenchmarkPlainJSON(b *testing.B) {
+	items := make([]any, 2000)
+	for i := range items {
+		items[i] = map[string]any{"id": float64(i), "name": fmt.Sprint("item ", i), "tags": []any{"a", "b"}, "ok": i%2 == 0}
+	}
+	plain := map[string]any{"items": items, "count": float64(len(items))}
+	typed := map[string]any{"items": items, "count": len(items)} // one int
+	b.Run("walk/plain", func(b *testing.B) {
+		for b.Loop() {
+			plainJSON(plain)
+		}
+	})
+	b.Run("encode/plain", func(b *testing.B) {
+		for b.Loop() {
+			_, _ = json.Marshal(plain)
+		}
+	})
+	b.Run("roundtrip/typed", func(b *testing.B) {
+		for b.Loop() {
+			plainJSON(typed)
+		}
+	})
 }

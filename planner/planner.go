@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/orchestra-mcp/orchestra/budget"
+	"github.com/orchestra-mcp/orchestra/internal/plural"
 	"github.com/orchestra-mcp/orchestra/internal/textcut"
 	"github.com/orchestra-mcp/orchestra/llm"
 	"github.com/orchestra-mcp/orchestra/orchestrate"
@@ -257,7 +258,7 @@ func (p *Planner) Plan(ctx context.Context, req *orchestrate.Request) (*Result, 
 				llm.Message{Role: llm.RoleUser, Content: feedback})
 		}
 	}
-	return res, fmt.Errorf("%w after %d attempts: the model's last plan has %d problems (see validation_errors and planner.last_answer)", ErrGaveUp, res.Info.Attempts, len(res.Issues))
+	return res, fmt.Errorf("%w after %d attempts: the model's last plan has %s (see validation_errors and planner.last_answer)", ErrGaveUp, res.Info.Attempts, plural.Count(len(res.Issues), "problem"))
 }
 
 // generate makes one model call and records it.

@@ -311,17 +311,33 @@ func TestOpenAI(t *testing.T) {
 }
 
 // A server that does not stream answers the streaming planning request
-// with one JSON body: the planner asks again without streaming.
+// with one JSON body: that body is the plan, and the planner does not ask
+// for it again (one planning call, then the answer's).
 func TestPlannerServerWithoutStreaming(t *testing.T) {
-	api := newFakeAPI(t, openAIToolCall("__planning__", validPlan), openAIToolCall("__planning__", validPlan), openAIText("Wrote it."))
-	api.plain = true
-	f := newFixture(t, openAI(t, api, llm.Config{}), fixtureOpts{})
-	a := ask(t, f, &orchestrate.Request{Prompt: "Write a blog post about AI trends"}, 2)
-	if !a.Success || a.Response != "Wrote it." || api.count() != 3 {
-		t.Fatalf("status %s, response %q, %d requests, errors %v", a.Status, a.Response, api.count(), a.Errors)
-	}
-	if api.body(0)["stream"] != true || api.body(1)["stream"] != nil {
-		t.Errorf("stream flags %v, %v: want a streaming request, then a plain one", api.body(0)["stream"], api.body(1)["stream"])
+	for _, tc := range []struct {
+		name string
+		api  func(*fakeAPI) llm.Model
+		plan reply
+		text reply
+	}{
+		{"openai", func(api *fakeAPI) llm.Model { return openAI(t, api, llm.Config{}) }, openAIToolCall("__planning__", validPlan), openAIText("Wrote it.")},
+		{"anthropic", func(api *fakeAPI) llm.Model { return anthropic(t, api, llm.Config{}) }, anthropicToolUse("__planning__", validPlan), anthropicText("Wrote it.")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			api := newFakeAPI(t, tc.plan, tc.text)
+			api.plain = true
+			f := newFixture(t, tc.api(api), fixtureOpts{})
+			a := ask(t, f, &orchestrate.Request{Prompt: "Write a blog post about AI trends"}, 2)
+			if !a.Success || a.Response != "Wrote it." || api.count() != 2 {
+				t.Fatalf("status %s, response %q, %d requests (want 2: the plan, the answer), errors %v", a.Status, a.Response, api.count(), a.Errors)
+			}
+			if api.body(0)["stream"] != true {
+				t.Errorf("the planning request has stream %v, want true", api.body(0)["stream"])
+			}
+			if a.Planner.ModelCalls != 2 {
+				t.Errorf("the envelope counts %d model calls, want 2", a.Planner.ModelCalls)
+			}
+		})
 	}
 }
 

@@ -21,11 +21,11 @@ const reactiveSystem = `You are orchestra. No plan could be made for the user's 
 const maxToolResultBytes = 32 << 10
 
 // reactive runs the reactive fallback: a bounded tool loop with the same
-// model. Every call is validated against the tool's input schema and run
-// by the engine under the same limits and timeouts; the calls are the
-// steps of the returned envelope, which replaces failed.
-func (p *Planner) reactive(ctx context.Context, req *orchestrate.Request, res *Result, failed *orchestrate.Envelope, perr error) *orchestrate.Envelope {
-	start := time.Now()
+// model, in the place of the plan the planner could not make. Every call is
+// validated against the tool's input schema and run by the engine under
+// the same limits and timeouts, as a step of the run (c), which ends as the
+// loop does.
+func (p *Planner) reactive(ctx context.Context, req *orchestrate.Request, res *Result, c *orchestrate.ChildRun, perr error) *orchestrate.Envelope {
 	info := &orchestrate.PlannerInfo{}
 	if res != nil && res.Info != nil {
 		*info = *res.Info
@@ -40,7 +40,7 @@ func (p *Planner) reactive(ctx context.Context, req *orchestrate.Request, res *R
 	for _, name := range tool.Tools {
 		defs = append(defs, llm.ToolDef{Name: name, Description: tool.descs[name], Parameters: tool.inputs[name]})
 	}
-	var steps []*orchestrate.StepRecord
+	failures := 0
 	loop := &toolloop.Loop{
 		Generate: func(ctx context.Context, r *llm.Request) (*llm.Response, error) { return p.generate(ctx, info, r) },
 		System:   reactiveSystem,
@@ -48,14 +48,15 @@ func (p *Planner) reactive(ctx context.Context, req *orchestrate.Request, res *R
 		MaxTurns: p.opts.MaxToolSteps,
 		MaxCalls: p.opts.Engine.Limits().MaxSteps,
 		Call: func(ctx context.Context, tc llm.ToolCall) string {
-			rec, content := p.callTool(ctx, req, tool, tc, len(steps))
-			steps = append(steps, rec)
+			rec, content := p.callTool(ctx, c, tool, tc)
+			if rec.Error != nil {
+				failures++
+			}
 			return content
 		},
 	}
 	out := loop.Run(ctx, []llm.Message{{Role: llm.RoleUser, Content: userMessage(req.Prompt, req.Bindings) +
 		"\n\n(Planning failed: " + textcut.Truncate(perr.Error(), 500) + ")"}})
-	answer, finished := out.Answer, out.Err == nil
 	var loopErr *orchestrate.Error
 	if e := out.Err; e != nil {
 		code := orchestrate.CodePlannerFailed
@@ -64,63 +65,41 @@ func (p *Planner) reactive(ctx context.Context, req *orchestrate.Request, res *R
 		}
 		loopErr = &orchestrate.Error{Code: code, Message: "reactive fallback: " + e.Message}
 	}
-
-	env := *failed
-	a := &orchestrate.Artifact{
-		Plan:             &orchestrate.Plan{Type: "tool_calls", Schedule: orchestrate.ScheduleSequential, Reasoning: "reactive fallback: " + textcut.Truncate(perr.Error(), 500), Steps: []*orchestrate.Step{}},
-		Steps:            []*orchestrate.StepRecord{},
-		Bindings:         map[string]any{},
-		Errors:           []*orchestrate.Error{},
-		ValidationErrors: []*orchestrate.Issue{},
-		Warnings:         res.Issues,
-		Planner:          info,
-		Response:         answer,
-	}
-	maps.Copy(a.Bindings, req.Bindings)
-	failures := 0
-	for _, rec := range steps {
-		a.Steps = append(a.Steps, rec)
-		a.Plan.Steps = append(a.Plan.Steps, &orchestrate.Step{ID: rec.ID, Tool: rec.Tool, Arguments: rec.Arguments})
-		if rec.Error != nil {
-			failures++
-			a.Errors = append(a.Errors, rec.Error)
-		}
-	}
-	if loopErr != nil {
-		a.Errors = append(a.Errors, loopErr)
-	}
+	status := orchestrate.StatusSuccess
 	switch {
-	case !finished:
-		a.Status = orchestrate.StatusFailed
+	case out.Err != nil:
+		status = orchestrate.StatusFailed
 	case failures > 0:
-		a.Status = orchestrate.StatusPartial
-	default:
-		a.Status = orchestrate.StatusSuccess
+		status = orchestrate.StatusPartial
 	}
-	a.Success = a.Status == orchestrate.StatusSuccess
-	env.Artifact = a
-	env.Metadata.DurationMS += time.Since(start).Milliseconds()
-	return &env
+	return c.FinishWith(status, out.Answer, func(a *orchestrate.Artifact) {
+		a.Plan.Reasoning = "reactive fallback: " + textcut.Truncate(perr.Error(), 500)
+		a.Warnings = res.Issues
+		a.Planner = info
+		maps.Copy(a.Bindings, req.Bindings)
+	}, loopErr)
 }
 
-// callTool runs one call of the reactive loop as a one-step plan, and
-// returns its record and what to tell the model.
-func (p *Planner) callTool(ctx context.Context, req *orchestrate.Request, tool *Tool, tc llm.ToolCall, n int) (*orchestrate.StepRecord, string) {
-	id := fmt.Sprintf("call_%d", n)
-	rec := &orchestrate.StepRecord{ID: id, Index: n, Path: fmt.Sprintf("plan.steps[%d]", n), Type: "tool", Tool: tc.Name, Status: orchestrate.StatusFailed}
-	fail := func(code orchestrate.Code, msg string) (*orchestrate.StepRecord, string) {
-		rec.Error = &orchestrate.Error{StepID: id, Code: code, Message: msg}
+// callTool runs one call of the reactive loop as a step of the run, and
+// returns its record and what to tell the model. A call of a tool the
+// loop does not offer, or with arguments that are no object, is refused
+// without running.
+func (p *Planner) callTool(ctx context.Context, c *orchestrate.ChildRun, tool *Tool, tc llm.ToolCall) (*orchestrate.StepRecord, string) {
+	refuse := func(code orchestrate.Code, msg string) (*orchestrate.StepRecord, string) {
+		now := time.Now()
+		rec := &orchestrate.StepRecord{Type: "tool", Tool: tc.Name, Status: orchestrate.StatusFailed, StartedAt: &now,
+			Error: &orchestrate.Error{Code: code, Message: msg}}
+		c.Step("refused", rec)
 		return rec, "error: " + msg
 	}
 	if _, ok := tool.inputs[tc.Name]; !ok {
-		return fail(orchestrate.CodeUnknownTool, fmt.Sprintf("unknown tool %q; the tools are %s", tc.Name, strings.Join(tool.Tools, ", ")))
+		return refuse(orchestrate.CodeUnknownTool, fmt.Sprintf("unknown tool %q; the tools are %s", tc.Name, strings.Join(tool.Tools, ", ")))
 	}
 	var args map[string]any
-	if err := json.Unmarshal(tc.Arguments, &args); err != nil || args == nil {
-		return fail(orchestrate.CodeInvalidArguments, fmt.Sprintf("the arguments of %s are not a JSON object", tc.Name))
+	if err := llm.DecodeArguments(tc.Arguments, &args); err != nil || args == nil {
+		return refuse(orchestrate.CodeInvalidArguments, fmt.Sprintf("the arguments of %s are not a JSON object", tc.Name))
 	}
-	rec = p.opts.Engine.CallTool(ctx, id, tc.Name, args, req.Bindings)
-	rec.ID, rec.Index, rec.Path = id, n, fmt.Sprintf("plan.steps[%d]", n)
+	rec := c.Call(ctx, tc.Name, args)
 	// A partial answer (an agent's) is a result: the model reads what it
 	// has and what it lacks.
 	if rec.Error != nil && rec.Status != orchestrate.StatusPartial {

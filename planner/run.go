@@ -54,18 +54,26 @@ func (p *Planner) run(ctx context.Context, req *orchestrate.Request) (*orchestra
 			return done.Plan, done.Info, done.Issues, perr
 		}
 	}
-	env := p.opts.Engine.RunPrompt(ctx, req, planFunc)
-	if perr != nil && p.fallback(req) == FallbackReactive && ctx.Err() == nil && !errors.Is(perr, ErrRecursion) && !errors.Is(perr, ErrNoModel) {
-		if _, ok := p.opts.Model.(*llm.InputSampling); ok {
-			if req.Fallback == FallbackReactive {
-				env.Artifact.Errors = append(env.Artifact.Errors, &orchestrate.Error{Code: orchestrate.CodePlannerFailed,
-					Message: "the reactive fallback is not available when the client's model answers through input requests; configure a planner model to use it"})
-			}
-			return env, res, nil
-		}
-		env = p.reactive(ctx, req, res, env, perr)
+	applies := func(err error) bool {
+		return p.fallback(req) == FallbackReactive && ctx.Err() == nil && !errors.Is(err, ErrRecursion) && !errors.Is(err, ErrNoModel)
 	}
-	if _, ok := p.opts.Model.(*llm.InputSampling); !ok && perr == nil {
+	if _, ok := p.opts.Model.(*llm.InputSampling); ok {
+		env := p.opts.Engine.RunPrompt(ctx, req, planFunc)
+		if perr != nil && applies(perr) && req.Fallback == FallbackReactive {
+			env.Artifact.Errors = append(env.Artifact.Errors, &orchestrate.Error{Code: orchestrate.CodePlannerFailed,
+				Message: "the reactive fallback is not available when the client's model answers through input requests; configure a planner model to use it"})
+		}
+		return env, res, nil
+	}
+	// The fallback takes the run over: one run, one record, its steps the
+	// loop's calls.
+	env := p.opts.Engine.RunPromptFallback(ctx, req, planFunc, &orchestrate.Fallback{
+		Applies: applies,
+		Run: func(ctx context.Context, c *orchestrate.ChildRun, err error) *orchestrate.Envelope {
+			return p.reactive(ctx, req, res, c, err)
+		},
+	})
+	if perr == nil {
 		p.reflect(ctx, req.Prompt, env)
 	}
 	return env, res, nil

@@ -31,15 +31,27 @@ func (p *Planner) generatePlan(ctx context.Context, info *orchestrate.PlannerInf
 	sc := newPlanScanner()
 	call := -1
 	flow := tool.hasFlow()
+	// Each piece is scanned once and each call decoded once; a plan is
+	// offered each time a call completes, up to limits.max_steps calls (a
+	// plan with more is refused whole), so the work is linear in the
+	// answer's bytes plus a bounded term in max_steps. A plan so far that
+	// cannot be valid ends the offers.
+	maxSteps := p.opts.Engine.Limits().MaxSteps
+	offering := true
 	onDelta := func(d llm.Delta) {
 		if call < 0 && d.Name == ToolName {
 			call = d.Call
 		}
-		if d.Call != call || d.Arguments == "" || !sc.write(d.Arguments) {
+		if d.Call != call || d.Arguments == "" || !sc.write(d.Arguments) || !offering {
+			return
+		}
+		if len(sc.elems) > maxSteps {
+			offering = false
 			return
 		}
 		plan := partialPlan(tool, sc)
 		if plan == nil {
+			offering = len(sc.elems) == 0
 			return
 		}
 		pol := policy
@@ -56,7 +68,7 @@ func (p *Planner) generatePlan(ctx context.Context, info *orchestrate.PlannerInf
 	}
 	info.ModelCalls++
 	resp, err := sm.GenerateStream(ctx, req, onDelta)
-	if err != nil && (errors.Is(err, llm.ErrBadRequest) || errors.Is(err, llm.ErrBadResponse)) && len(sc.buf) == 0 {
+	if err != nil && (errors.Is(err, llm.ErrBadRequest) || errors.Is(err, llm.ErrBadResponse)) && !errors.Is(err, llm.ErrTooLarge) && len(sc.buf) == 0 {
 		// Some compatible servers refuse or ignore streaming requests:
 		// ask as usual.
 		p.log.DebugContext(ctx, "streaming request refused; asking without streaming", "error", err)
@@ -88,14 +100,14 @@ func partialPlan(tool *Tool, sc *planScanner) *orchestrate.Plan {
 	if _, ok := sc.values["steps"]; ok || sc.key == "steps" {
 		key = "steps"
 	}
-	var elems []any
-	for _, e := range sc.elems {
+	for _, e := range sc.elems[len(sc.decoded):] {
 		var v any
-		if json.Unmarshal(e, &v) != nil {
+		if llm.DecodeArguments(e, &v) != nil {
 			return nil
 		}
-		elems = append(elems, v)
+		sc.decoded = append(sc.decoded, v)
 	}
+	elems := sc.decoded
 	doc[key] = elems
 	if raw, ok := sc.values["flow"]; ok {
 		var flow []any

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -444,4 +445,55 @@ func TestStreamWithinMaxToolCalls(t *testing.T) {
 			t.Errorf("calls %v, want only the first (the limit is one call)", calls)
 		}
 	})
+}
+
+// TestStreamWorkIsLinear replays a model that streams thousands of calls,
+// one piece each: the plan written so far used to be decoded and checked
+// again at each piece (20,000 streamed `{}` took 170 s of CPU). Each piece
+// is now scanned once and the offers end once the plan cannot be valid or
+// passes limits.max_steps, so the memory the planning call allocates grows
+// with the answer, not with its square. Allocation, unlike time, does not
+// depend on the machine's load.
+func TestStreamWorkIsLinear(t *testing.T) {
+	const n = 5000
+	for _, tc := range []struct{ name, call string }{
+		{"empty calls", `{}`},
+		{"valid calls past max_steps", `{"tool_name":"lookup","arguments":{"key":"k"}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			calls := make([]string, n)
+			for i := range calls {
+				calls[i] = tc.call
+			}
+			plan := `{"type":"tool_calls","calls":[` + strings.Join(calls, ",") + `]}`
+			m := llm.NewScripted([]llm.Response{planning(plan)}).Streaming(llm.StreamScript{
+				Split: func(args string) []string {
+					// One piece per call.
+					var out []string
+					for len(args) > len(tc.call)+1 {
+						out = append(out, args[:len(tc.call)+1])
+						args = args[len(tc.call)+1:]
+					}
+					return append(out, args)
+				},
+			})
+			st := &streamTools{}
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			env, err := streamPlanner(t, st, m, orchestrate.StreamAll, 1).Run(t.Context(), &orchestrate.Request{Prompt: "look up"})
+			runtime.ReadMemStats(&after)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if env.Artifact.Success {
+				t.Fatalf("a plan of %d calls ran", n)
+			}
+			if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 256<<20 {
+				t.Errorf("planning a streamed answer of %d calls allocated %d MiB; the work must grow with the answer, not its square", n, alloc>>20)
+			}
+			if got := len(st.list()); got > 12 {
+				t.Errorf("%d calls started early, more than max_steps", got)
+			}
+		})
+	}
 }

@@ -32,8 +32,9 @@ type planScanner struct {
 	inArray  bool   // inside the array of calls or steps, at depth 2
 	elStart  int    // where the current element of that array began; -1 between
 
-	elems  []json.RawMessage          // the complete elements, in order
-	values map[string]json.RawMessage // the complete top-level values
+	elems   []json.RawMessage          // the complete elements, in order
+	decoded []any                      // the first elements, decoded (by partialPlan)
+	values  map[string]json.RawMessage // the complete top-level values
 }
 
 func newPlanScanner() *planScanner {

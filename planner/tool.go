@@ -276,11 +276,11 @@ func strictSize(s map[string]any) []string {
 // lose the nulls written for optional properties.
 func (t *Tool) cleanArguments(raw json.RawMessage) json.RawMessage {
 	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
+	if err := llm.DecodeArguments(raw, &v); err != nil {
 		return raw
 	}
 	if s, ok := v.(string); ok { // the plan sent as a JSON string
-		if err := json.Unmarshal([]byte(s), &v); err != nil {
+		if err := llm.DecodeArguments([]byte(s), &v); err != nil {
 			return raw
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/google/jsonschema-go/jsonschema"
 )
 
@@ -75,5 +76,59 @@ func TestPortableSchema(t *testing.T) {
 	}
 	if want := `{"type":"object","properties":{"b":{},"a":{"type":"array","items":{},"additionalProperties":false}}}`; string(out) != want {
 		t.Errorf("Portable = %s, want %s", out, want)
+	}
+}
+
+// A schema of arrays without items gets "items": {} wherever it is, and
+// one with items, or of another type, is left alone.
+func TestPortableItems(t *testing.T) {
+	const in = `{"type":"object","properties":{"a":{"type":"array"},"n":{"type":["null","array"],"description":"x"},` +
+		`"t":{"type":"array","items":{"type":"string"}},"s":{"type":"string"},"o":{"anyOf":[{"type":"array"}]}},` +
+		`"$defs":{"d":{"type":"array","minItems":1}}}`
+	const want = `{"type":"object","properties":{"a":{"type":"array","items":{}},"n":{"type":["null","array"],"description":"x","items":{}},` +
+		`"t":{"type":"array","items":{"type":"string"}},"s":{"type":"string"},"o":{"anyOf":[{"type":"array","items":{}}]}},` +
+		`"$defs":{"d":{"type":"array","minItems":1,"items":{}}}}`
+	out, err := rewrite([]byte(in), roleSchema, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(out) != want {
+		t.Errorf("rewritten\n%s\nwant\n%s", out, want)
+	}
+}
+
+// PortableInput folds a combinator at the top of an input schema into it:
+// the branches' properties join the top's without replacing its own, an
+// allOf's required names join the top's, a oneOf's do not, and a schema
+// without a type becomes an object schema. Without a combinator it is
+// Portable.
+func TestPortableInput(t *testing.T) {
+	for _, tc := range []struct{ name, in, want string }{
+		{"oneOf",
+			`{"type":"object","properties":{"a":{"type":"string"},"list":{"type":"array"}},"required":["list"],"oneOf":[{"properties":{"a":{}},"required":["a"]},{"properties":{"b":{"type":"integer"}},"required":["b"]}]}`,
+			`{"type":"object","properties":{"a":{"type":"string"},"list":{"type":"array","items":{}},"b":{"type":"integer"}},"required":["list"]}`},
+		{"allOf without a type",
+			`{"allOf":[{"properties":{"x":{"type":"string"}},"required":["x"]},{"$ref":"#/$defs/y"}],"$defs":{"y":{"type":"object"}}}`,
+			`{"type":"object","$defs":{"y":{"type":"object"}},"properties":{"x":{"type":"string"}},"required":["x"]}`},
+		{"anyOf of booleans", `{"type":"object","anyOf":[true,false]}`, `{"type":"object"}`},
+		{"plain", `{"type":"object","properties":{"q":{"type":"string"}}}`, `{"type":"object","properties":{"q":{"type":"string"}}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var s jsonschema.Schema
+			if err := json.Unmarshal([]byte(tc.in), &s); err != nil {
+				t.Fatal(err)
+			}
+			out, err := PortableInput(&s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// jsonschema-go orders the members it writes; compare meaning.
+			var got, want any
+			_ = json.Unmarshal(out, &got)
+			_ = json.Unmarshal([]byte(tc.want), &want)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("PortableInput = %s (-want +got):\n%s", out, diff)
+			}
+		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/orchestra-mcp/orchestra/internal/boundedmap"
+	"github.com/orchestra-mcp/orchestra/internal/schemaload"
 )
 
 type resolvedKey struct{ root, s *jsonschema.Schema }
@@ -32,9 +33,24 @@ func resolve(k resolvedKey, build func() *jsonschema.Schema) (*jsonschema.Resolv
 	return e.rs, e.err
 }
 
-// Validate validates v against the single schema at n. It reports ok=false
-// when n cannot be checked on its own (it is open, a union, or its schema
-// does not resolve); the error is then nil.
+// ValidateValue validates v against s, within the validation budget
+// (schemaload.CheckValue): a value that would take the validator longer is
+// refused with an error saying so.
+func ValidateValue(s *jsonschema.Schema, v any) error {
+	rs, err := Resolve(s)
+	if err != nil {
+		return err
+	}
+	if err := schemaload.CheckValue(s, s, v); err != nil {
+		return err
+	}
+	return rs.Validate(v)
+}
+
+// Validate validates v against the single schema at n, within the
+// validation budget as ValidateValue. It reports ok=false when n cannot be
+// checked on its own (it is open, a union, or its schema does not
+// resolve); the error is then nil.
 func (n Node) Validate(v any) (err error, ok bool) {
 	if n.Open || len(n.cands) != 1 {
 		return nil, false
@@ -43,6 +59,9 @@ func (n Node) Validate(v any) (err error, ok bool) {
 	rs, rerr := resolve(resolvedKey{c.root, c.s}, n.Sub)
 	if rerr != nil {
 		return nil, false
+	}
+	if err := schemaload.CheckValue(c.root, c.s, v); err != nil {
+		return err, true
 	}
 	return rs.Validate(v), true
 }

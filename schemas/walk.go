@@ -6,12 +6,12 @@ import (
 	"math/big"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/orchestra-mcp/orchestra/internal/boundedmap"
+	"github.com/orchestra-mcp/orchestra/internal/schemaload"
 )
 
 // Seg is one step of a path: a key or an index.
@@ -536,71 +536,12 @@ func valueType(v any) string {
 	return ""
 }
 
-// deref resolves ref within root: "#", "#/$defs/x", "#/definitions/x" or
-// any JSON pointer into root. It returns nil when it cannot.
+// deref resolves ref within root: "#", "#/$defs/x", "#/definitions/x",
+// an anchor or any JSON pointer into root, to the sub-schema itself (so
+// that the caches keyed by schema see one schema once). It returns nil
+// when it cannot.
 func deref(root *jsonschema.Schema, ref string) *jsonschema.Schema {
-	if root == nil || !strings.HasPrefix(ref, "#") {
-		return nil
-	}
-	ptr := ref[1:]
-	if ptr == "" {
-		return root
-	}
-	segs := strings.Split(strings.TrimPrefix(ptr, "/"), "/")
-	for i, s := range segs {
-		s = strings.ReplaceAll(s, "~1", "/")
-		segs[i] = strings.ReplaceAll(s, "~0", "~")
-	}
-	if len(segs) == 2 {
-		switch segs[0] {
-		case "$defs":
-			return root.Defs[segs[1]]
-		case "definitions":
-			if s := root.Definitions[segs[1]]; s != nil {
-				return s
-			}
-			return root.Defs[segs[1]]
-		}
-	}
-	return derefGeneric(root, segs)
-}
-
-// derefGeneric follows a JSON pointer through the JSON form of root.
-func derefGeneric(root *jsonschema.Schema, segs []string) *jsonschema.Schema {
-	data, err := json.Marshal(root)
-	if err != nil {
-		return nil
-	}
-	var v any
-	if json.Unmarshal(data, &v) != nil {
-		return nil
-	}
-	for _, s := range segs {
-		switch x := v.(type) {
-		case map[string]any:
-			v = x[s]
-		case []any:
-			i, err := strconv.Atoi(s)
-			if err != nil || i < 0 || i >= len(x) {
-				return nil
-			}
-			v = x[i]
-		default:
-			return nil
-		}
-	}
-	if v == nil {
-		return nil
-	}
-	data, err = json.Marshal(v)
-	if err != nil {
-		return nil
-	}
-	var out jsonschema.Schema
-	if json.Unmarshal(data, &out) != nil {
-		return nil
-	}
-	return &out
+	return schemaload.Deref(root, ref)
 }
 
 type compiled struct {

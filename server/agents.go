@@ -71,6 +71,7 @@ func (a *App) orchestrateTool() registry.Tool {
 			}
 			h := a.Engine.Handler(orchestrate.HandlerOptions{
 				MaxRequestBytes: int(a.Config.Server.MaxRequestBytes),
+				Gate:            a.Config.Server.RequestGate(),
 				Prompt: func(ctx context.Context, req *mcp.CallToolRequest, r *orchestrate.Request) *mcp.CallToolResult {
 					p, err := a.Planner()
 					if err != nil {

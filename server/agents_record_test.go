@@ -3,13 +3,21 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/orchestra-mcp/orchestra/agents"
+	"github.com/orchestra-mcp/orchestra/config"
+	"github.com/orchestra-mcp/orchestra/llm"
 	"github.com/orchestra-mcp/orchestra/orchestrate"
+	"github.com/orchestra-mcp/orchestra/registry"
+	"github.com/orchestra-mcp/orchestra/server"
 	"github.com/orchestra-mcp/orchestra/testutil/fakeopenai"
+	"github.com/orchestra-mcp/orchestra/testutil/servertest"
 )
 
 // TestAgentChildRecordMatchesEnvelopeSchema: the record of an agent's run
@@ -83,5 +91,40 @@ func TestAgentChildRecordMatchesEnvelopeSchema(t *testing.T) {
 	}
 	for _, p := range undeclared(complete, complete, doc, "") {
 		t.Errorf("the child record's envelope carries %s, which schemas/envelope.json does not declare", p)
+	}
+}
+
+// TestAgentRecordCountsItsSteps: an agent's tool calls write nothing the
+// store refuses (they used to queue the request of an unrecorded one-step
+// run, and every call logged a FOREIGN KEY failure), and the agent's
+// record counts the steps it holds, which it made as it went.
+func TestAgentRecordCountsItsSteps(t *testing.T) {
+	fake := fakeopenai.New(t, func(ctx context.Context, r *fakeopenai.Request) fakeopenai.Reply {
+		return fetchThen("done", "a", "b")(r)
+	})
+	cfg := config.Default()
+	cfg.Planner = &config.Planner{Config: llm.Config{Provider: llm.ProviderOpenAI, Model: "fake", BaseURL: fake.URL(), MaxRetries: -1}}
+	cfg.Agents = map[string]agents.Config{"counted": {Description: "Fetches.", Instructions: "You are counted.", Tools: []string{"fetch"}, MaxToolSteps: 4}}
+	logs := &servertest.SyncBuffer{}
+	app, err := server.New(t.Context(), cfg, server.Options{Version: "test", Tools: []registry.Tool{fetchTool(t)},
+		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { app.Close() })
+	cs := connectInMemory(t, app, v20251125)
+	_, env := runPlan(t, cs, plan(map[string]any{"id": "r", "agent": "counted", "prompt": "fetch"}))
+	out := agentOutput(t, env.Artifact.Steps[0])
+	rec := readExecution(t, cs, out.Metadata.ExecID)
+	if len(rec.Records) != 5 || rec.Steps != len(rec.Records) {
+		t.Errorf("the agent's record says steps %d and holds %d step records (want 5: three model calls, two tool calls)", rec.Steps, len(rec.Records))
+	}
+	if err := app.Store().Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, "level=WARN") || strings.Contains(line, "level=ERROR") {
+			t.Errorf("the agent's run logged: %s", line)
+		}
 	}
 }

@@ -194,6 +194,25 @@ func (c *badCase) generate() error {
 		}
 		s = `{"plan":{"steps":[{"tool":"json_query","arguments":{"query":".","input":"$bindings.blob"}},` +
 			`{"tool":"render","arguments":{"template":"{{len .}}","values":` + values + `}}]},"bindings":{"blob":"` + strings.Repeat("a", 250000) + `"}}`
+	case "history_turns":
+		// n turns that are each invalid twice over: a made-up role and
+		// content that is not a string.
+		s = `{"prompt":"go","context":{"history":[` + strings.Repeat(`{"role":"robot","content":1},`, g.N-1) + `{"role":"robot","content":1}]}}`
+	case "plan_string_deep":
+		// A plan sent as a JSON string whose text nests n arrays deep.
+		inner, _ := json.Marshal(strings.Repeat("[", g.N) + strings.Repeat("]", g.N))
+		s = `{"plan":` + string(inner) + `}`
+	case "wide_raw_steps", "wide_raw_client_tools", "wide_raw_history":
+		// One array of n numbers where steps, client tools or history
+		// turns go: 2 bytes a value, within the request's bytes.
+		zeros := "[" + strings.Repeat("0,", g.N-1) + "0]"
+		args := map[string]string{
+			"wide_raw_steps":        `{"plan":{"steps":` + zeros + `}}`,
+			"wide_raw_client_tools": `{"plan":{"steps":[]},"client_tools":` + zeros + `}`,
+			"wide_raw_history":      `{"prompt":"go","context":{"history":` + zeros + `}}`,
+		}[g.Kind]
+		c.Raw = `{"jsonrpc":"2.0","id":77,"method":"tools/call","params":{"name":"agent_orchestrate","arguments":` + args + `}}`
+		return nil
 	case "deep_raw":
 		c.Raw = `{"jsonrpc":"2.0","id":77,"method":"tools/call","params":{"name":"agent_orchestrate","arguments":{"bindings":{"x":` + strings.Repeat("[", g.N) + strings.Repeat("]", g.N) + `}}}}`
 		return nil

@@ -19,8 +19,12 @@ import (
 // request, and every response is read by it.
 const (
 	// definitionBudget caps agent_orchestrate's description, input schema
-	// and output schema together, as JSON without spaces.
-	definitionBudget = 3000
+	// and output schema together, as JSON without spaces. 3,000 until the
+	// output schema declared _metadata's fields (the standard envelope's
+	// tool_name and executed_at among them, required): 376 characters,
+	// of which writing the input schema's steps out without a recursive
+	// $defs.step and dropping its top-level oneOf gave back 186.
+	definitionBudget = 3200
 	// unexposedListBudget caps the whole tools/list of a server with the
 	// filesystem and everything servers and expose_downstream: false.
 	unexposedListBudget = 4000

@@ -28,7 +28,7 @@ func (a *App) startDownstream(ctx context.Context, version string) {
 		if st.Error != "" {
 			a.log.Warn("downstream server not ready", "server", st.Name, "state", st.State, "err", st.Error)
 		} else {
-			a.log.Info("downstream server", "server", st.Name, "state", st.State, "tools", len(st.Tools))
+			a.log.Debug("downstream server", "server", st.Name, "state", st.State, "tools", len(st.Tools))
 		}
 	}
 }

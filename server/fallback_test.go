@@ -7,32 +7,47 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/orchestra-mcp/orchestra/config"
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 	"github.com/orchestra-mcp/orchestra/planner"
+	"github.com/orchestra-mcp/orchestra/server"
+	"github.com/orchestra-mcp/orchestra/testutil/servertest"
 )
+
+// fallbackConfig is a configuration whose scripted planner, with
+// planner.fallback: reactive, answers twice with a plan that calls an
+// unknown tool, then, in the reactive loop, renders a hello to each of
+// whom, then answers answer. The script is written to dir.
+func fallbackConfig(t *testing.T, dir string, whom []string, answer string) *config.Config {
+	t.Helper()
+	line := func(v any) string { b, _ := json.Marshal(v); return string(b) }
+	bad := line(map[string]any{"tool_calls": []any{map[string]any{"name": "__planning__",
+		"arguments": json.RawMessage(`{"type":"tool_calls","reasoning":"x","calls":[{"tool_name":"no_such_tool","arguments":{}}]}`)}}})
+	lines := []string{bad, bad}
+	for _, who := range whom {
+		lines = append(lines, line(map[string]any{"tool_calls": []any{map[string]any{"name": "render",
+			"arguments": map[string]any{"template": "hello {{.who}}", "values": map[string]any{"who": who}}}}}))
+	}
+	lines = append(lines, line(map[string]any{"text": answer}))
+	script := filepath.Join(dir, "script.jsonl")
+	if err := os.WriteFile(script, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse([]byte("planner:\n  provider: scripted\n  script: "+script+"\n  fallback: reactive\n"), os.LookupEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
 
 // TestConfiguredFallbackFromTheConfigFile: planner.fallback: reactive in the
 // configuration file turns a prompt the model cannot make a valid plan for
 // into a reactive run, without the request asking for it; the envelope
 // records the path that ran.
 func TestConfiguredFallbackFromTheConfigFile(t *testing.T) {
-	dir := t.TempDir()
-	line := func(v any) string { b, _ := json.Marshal(v); return string(b) }
-	bad := `{"type":"tool_calls","reasoning":"x","calls":[{"tool_name":"no_such_tool","arguments":{}}]}`
-	script := strings.Join([]string{
-		line(map[string]any{"tool_calls": []any{map[string]any{"name": "__planning__", "arguments": json.RawMessage(bad)}}}),
-		line(map[string]any{"tool_calls": []any{map[string]any{"name": "__planning__", "arguments": json.RawMessage(bad)}}}),
-		line(map[string]any{"tool_calls": []any{map[string]any{"name": "render", "arguments": map[string]any{"template": "hello {{.who}}", "values": map[string]any{"who": "world"}}}}}),
-		line(map[string]any{"text": "It says hello world."}),
-	}, "\n") + "\n"
-	if err := os.WriteFile(filepath.Join(dir, "script.jsonl"), []byte(script), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Parse([]byte("planner:\n  provider: scripted\n  script: "+filepath.Join(dir, "script.jsonl")+"\n  fallback: reactive\n"), os.LookupEnv)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := fallbackConfig(t, t.TempDir(), []string{"world"}, "It says hello world.")
 	app := newApp(t, cfg)
 	p, err := app.Planner()
 	if err != nil {
@@ -48,5 +63,45 @@ func TestConfiguredFallbackFromTheConfigFile(t *testing.T) {
 	}
 	if _, err := config.Parse([]byte("planner:\n  provider: scripted\n  script: x\n  fallback: reactiv\n"), os.LookupEnv); err == nil || !strings.Contains(err.Error(), "planner.fallback") {
 		t.Errorf("a misspelled fallback: %v", err)
+	}
+}
+
+// TestReactiveFallbackRecord: a prompt that falls back to the reactive
+// tool loop is one run: its record ends as its envelope does (success),
+// with the loop's tool calls as its steps and its step count, and the
+// calls are no runs of their own.
+func TestReactiveFallbackRecord(t *testing.T) {
+	dir := t.TempDir()
+	cfg := fallbackConfig(t, dir, []string{"world", "moon"}, "It says hello to both.")
+	cs := connectObs(t, appWithStore(t, filepath.Join(dir, "o.db"), cfg), nil)
+	_, env := servertest.Call(t, cs, map[string]any{"prompt": "say hello to the world and the moon"}, nil)
+	if env.Artifact.Status != orchestrate.StatusSuccess || len(env.Artifact.Steps) != 2 {
+		t.Fatalf("the fallback's envelope: status %s, %d steps", env.Artifact.Status, len(env.Artifact.Steps))
+	}
+	rec := readExecution(t, cs, env.ArtifactID)
+	if rec.Status != env.Artifact.Status {
+		t.Errorf("the record says %s, the envelope %s", rec.Status, env.Artifact.Status)
+	}
+	var stored orchestrate.Envelope
+	if err := json.Unmarshal(rec.Envelope, &stored); err != nil || stored.Artifact == nil || stored.Artifact.Status != orchestrate.StatusSuccess || len(stored.Artifact.Steps) != 2 {
+		t.Errorf("the record's envelope is not the fallback's: %s", rec.Envelope)
+	}
+	var calls []string
+	for _, s := range rec.Records {
+		calls = append(calls, s.Tool+":"+s.Status)
+	}
+	if strings.Join(calls, ",") != "render:success,render:success" || rec.Steps != 2 {
+		t.Errorf("the record's steps: %v (count %d); want the two render calls", calls, rec.Steps)
+	}
+	res, err := cs.ReadResource(t.Context(), &mcp.ReadResourceParams{URI: server.ExecutionsURI})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var page server.ExecutionPage
+	if err := json.Unmarshal([]byte(res.Contents[0].Text), &page); err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Executions) != 1 {
+		t.Errorf("the records list %d runs, want the one: %+v", len(page.Executions), page.Executions)
 	}
 }

@@ -34,9 +34,6 @@ type HTTPOptions struct {
 // server, while older clients get sessions.
 func (a *App) HTTPHandler(opts HTTPOptions) http.Handler {
 	cfg := a.Config.Server
-	if opts.Stateless {
-		a.logLevels.SetStateless()
-	}
 	var idle time.Duration
 	if cfg.SessionTimeout != nil {
 		idle = *cfg.SessionTimeout
@@ -72,10 +69,20 @@ func (a *App) HTTPHandler(opts HTTPOptions) http.Handler {
 		if tl := httpedge.NewTenantLimits(a.Config.Tenants, time.Now); tl != nil {
 			mcpHandler = tl.Limit(mcpHandler) // after authentication, which names the tenant
 		}
-		mcpHandler = a.tokens.RequireToken(mcpHandler)
 	}
+	// Rate limits: per caller once it is authenticated (its owner), per
+	// address without authentication, and per address for requests whose
+	// credential fails, checked before it is looked at.
+	var failures *httpedge.RateLimiter
 	if rl := cfg.RateLimit; rl.RequestsPerSecond > 0 {
-		mcpHandler = httpedge.NewRateLimiter(rl.RequestsPerSecond, rl.Burst, a.tokens).Limit(mcpHandler)
+		mcpHandler = httpedge.NewRateLimiter(rl.RequestsPerSecond, rl.Burst).Limit(mcpHandler)
+		if a.tokens != nil {
+			failures = httpedge.NewRateLimiter(rl.RequestsPerSecond, rl.Burst)
+			failures.Refusing("this address may fail authentication")
+		}
+	}
+	if a.tokens != nil {
+		mcpHandler = a.tokens.RequireToken(mcpHandler, failures)
 	}
 	mux.Handle("/mcp", mcpHandler)
 	if a.tokens != nil && a.tokens.AcceptsJWT() {
@@ -87,7 +94,7 @@ func (a *App) HTTPHandler(opts HTTPOptions) http.Handler {
 		a.log.Error("the viewer is not served", "err", err)
 	} else {
 		if rl := cfg.RateLimit; rl.RequestsPerSecond > 0 {
-			ui = httpedge.NewRateLimiter(rl.RequestsPerSecond, rl.Burst, a.tokens).Limit(ui)
+			ui = httpedge.NewRateLimiter(rl.RequestsPerSecond, rl.Burst).Limit(ui) // per address: the viewer authenticates behind it
 		}
 		mux.Handle(viewer.DefaultPrefix, ui)
 	}

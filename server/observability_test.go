@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -778,6 +779,60 @@ func TestEveryObserverSeesEveryStepEndOnce(t *testing.T) {
 	}
 	if starts != len(spans) {
 		t.Errorf("%d progress notifications of a start, %d step spans", starts, len(spans))
+	}
+}
+
+// TestStatelessClientLogs: a stateless HTTP server sends no logging
+// notifications to a client that asked for none — on protocols before
+// 2026-07-28, where the SDK gives each request's throwaway session the
+// level info, and on 2026-07-28 — and sends the run's lines to one whose
+// request carries a level in _meta. (A client that reports unrequested
+// notifications as errors, such as the Vercel AI SDK 1.x, sees none.)
+func TestStatelessClientLogs(t *testing.T) {
+	plan := map[string]any{"plan": map[string]any{"steps": []any{jq("a", 1), jq("b", 2)}}}
+	for _, version := range []string{"2025-03-26", v20251125, v20260728} {
+		t.Run(version, func(t *testing.T) {
+			app := appWithStore(t, "memory", nil)
+			srv := httptest.NewServer(app.HTTPHandler(server.HTTPOptions{Stateless: true}))
+			t.Cleanup(srv.Close)
+			var mu sync.Mutex
+			var got []*mcp.LoggingMessageParams
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "obs", Version: "test"}, &mcp.ClientOptions{
+				LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
+					mu.Lock()
+					got = append(got, req.Params)
+					mu.Unlock()
+				},
+			}).Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp", HTTPClient: srv.Client()}, &mcp.ClientSessionOptions{ProtocolVersion: version})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { cs.Close() })
+			count := func() int {
+				mu.Lock()
+				defer mu.Unlock()
+				return len(got)
+			}
+			// Each call's notifications travel on its own response stream,
+			// ahead of its result: they have all arrived when it returns.
+			callPlan(t, cs, &mcp.CallToolParams{Name: "agent_orchestrate", Arguments: plan})
+			if n := count(); n != 0 {
+				mu.Lock()
+				defer mu.Unlock()
+				t.Fatalf("%d logging notifications to a client that asked for none, first %v", n, got[0].Data)
+			}
+			if version != v20260728 {
+				return
+			}
+			callPlan(t, cs, &mcp.CallToolParams{Name: "agent_orchestrate", Arguments: plan, Meta: mcp.Meta{mcp.MetaKeyLogLevel: "info"}})
+			deadline := time.Now().Add(5 * time.Second) // bounds a hang only
+			for count() < 2 && time.Now().Before(deadline) {
+				time.Sleep(5 * time.Millisecond)
+			}
+			if n := count(); n < 2 {
+				t.Errorf("%d logging notifications after asking for level info in _meta, want the run's lines", n)
+			}
+		})
 	}
 }
 

@@ -114,7 +114,7 @@ func (a *App) prompt(ctx context.Context, e *orchestrate.Engine, req *mcp.CallTo
 			if errors.Is(err, llm.ErrUnavailable) {
 				err = fmt.Errorf("no planner model is configured and this client does not support sampling: %s", plannerExample)
 			}
-			return orchestrate.ResultFor(e.RunPrompt(ctx, r, failPlanning(err)), req.ProtocolVersion())
+			return a.resultFor(req, e.RunPrompt(ctx, r, failPlanning(err)))
 		}
 		input, _ = m.(*llm.InputSampling)
 		p = p.WithModel(m)
@@ -128,9 +128,9 @@ func (a *App) prompt(ctx context.Context, e *orchestrate.Engine, req *mcp.CallTo
 				err = ierr
 			}
 		}
-		return orchestrate.ResultFor(e.RunPrompt(ctx, r, failPlanning(err)), req.ProtocolVersion())
+		return a.resultFor(req, e.RunPrompt(ctx, r, failPlanning(err)))
 	}
-	return orchestrate.ResultFor(env, req.ProtocolVersion())
+	return a.resultFor(req, env)
 }
 
 // failPlanning is a planner that fails with err.

@@ -4,12 +4,14 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"net/http"
 	"strconv"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/orchestra-mcp/orchestra/orchestrate"
+	"github.com/orchestra-mcp/orchestra/server/httpedge"
 	"github.com/orchestra-mcp/orchestra/server/progress"
 	"github.com/orchestra-mcp/orchestra/server/runlog"
 	"github.com/orchestra-mcp/orchestra/toolcontext"
@@ -35,16 +37,27 @@ func (a *App) orchestrateHandler() mcp.ToolHandler {
 			ro.Hooks = p.Hooks()
 		}
 		ro.Hooks = orchestrate.ComposeHooks(ro.Hooks, runlog.ClientHooks(ctx, req, a.secrets, &a.logLevels))
-		ro.Elicit = elicitFor(req)
+		ro.Elicit, ro.AskOnPause = elicitFor(req), asksOnPause(req)
 		e := a.Engine.With(ro)
+		if ro.AskOnPause {
+			// The answers to ask_user's input requests resume their run.
+			switch answered, err := a.askAnswers(req); {
+			case err == nil:
+				req = answered
+			case !errors.Is(err, errNotAskState):
+				return a.refuseAskState(ctx, e, req, err), nil
+			}
+		}
 		return e.Handler(orchestrate.HandlerOptions{
 			MaxRequestBytes: int(a.Config.Server.MaxRequestBytes),
+			Gate:            a.Config.Server.RequestGate(),
 			Prompt: func(ctx context.Context, req *mcp.CallToolRequest, r *orchestrate.Request) *mcp.CallToolResult {
 				if inTenant && !tenant.Planning() {
 					return planningDisabled(ctx, e)
 				}
 				return a.prompt(ctx, e, req, r)
 			},
+			Result: a.resultFor,
 		})(ctx, req)
 	}
 }
@@ -159,13 +172,14 @@ func validCallerID(s string) bool {
 }
 
 // withCaller records the authenticated caller of req, if any, as the
-// user id of its runs: their records belong to it (see tenancy.CallerScope).
+// owner of its runs (their records belong to it, see tenancy.CallerScope)
+// and its user id.
 func withCaller(ctx context.Context, req *mcp.CallToolRequest) context.Context {
 	if req.Extra == nil || req.Extra.TokenInfo == nil || req.Extra.TokenInfo.UserID == "" {
 		return ctx
 	}
 	ids, _ := toolcontext.IDsFrom(ctx)
-	ids.UserID = req.Extra.TokenInfo.UserID
+	ids.Owner, ids.UserID = req.Extra.TokenInfo.UserID, httpedge.UserOf(req.Extra.TokenInfo)
 	return toolcontext.WithIDs(ctx, ids)
 }
 

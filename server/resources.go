@@ -196,15 +196,28 @@ func (a *App) readExecutions(ctx context.Context, req *mcp.ReadResourceRequest) 
 	return jsonResource(uri, page)
 }
 
+// maxExecIDBytes bounds an exec id in a URI: ids orchestra makes are 36
+// bytes; a longer one names no run and is not looked up.
+const maxExecIDBytes = 128
+
+// quotedURI is uri as an error quotes it: its first 256 bytes, so that an
+// answer never echoes a caller's megabytes back.
+func quotedURI(uri string) string {
+	if len(uri) <= 256 {
+		return uri
+	}
+	return strings.ToValidUTF8(uri[:256], "") + fmt.Sprintf("… (%d bytes)", len(uri))
+}
+
 func (a *App) readExecution(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 	uri := req.Params.URI
 	id, err := url.PathUnescape(strings.TrimPrefix(uri, ExecutionsURI+"/"))
-	if err != nil || id == "" {
-		return nil, mcp.ResourceNotFoundError(uri)
+	if err != nil || id == "" || len(id) > maxExecIDBytes {
+		return nil, mcp.ResourceNotFoundError(quotedURI(uri))
 	}
 	run, steps, err := a.store.GetIn(ctx, tenancy.CallerScope(req.Extra), id)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, mcp.ResourceNotFoundError(uri)
+		return nil, mcp.ResourceNotFoundError(quotedURI(uri))
 	}
 	if err != nil {
 		return nil, err
@@ -222,25 +235,94 @@ func jsonResource(uri string, v any) (*mcp.ReadResourceResult, error) {
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "application/json", Text: string(data)}}}, nil
 }
 
-// InsightsPage is the content of orchestra://insights.
+// InsightsPage is the content of orchestra://insights: a page of insights.
 type InsightsPage struct {
 	Insights []store.Insight `json:"insights"`
+	// Next is the URI of the next page; empty after the last.
+	Next string `json:"next,omitempty"`
+	// Cursor is the cursor of the next page (its URI's), for the CLI.
+	Cursor string `json:"-"`
+}
+
+// DefaultInsightsPage is how many insights a page holds unless asked.
+const DefaultInsightsPage = 100
+
+// ReadInsightsPage reads the page of insights q selects from cursor (""
+// for the first), limit of them (DefaultInsightsPage when 0).
+func ReadInsightsPage(ctx context.Context, st *store.Store, q store.InsightQuery, cursor string, limit int) (InsightsPage, error) {
+	if limit <= 0 {
+		limit = DefaultInsightsPage
+	}
+	if cursor != "" {
+		off, err := strconv.Atoi(cursor)
+		if err != nil || off < 0 {
+			return InsightsPage{}, fmt.Errorf("cursor %q is not one a page of insights gave", cursor)
+		}
+		q.Offset = off
+	}
+	// One more than the page tells whether another follows.
+	q.Limit = limit + 1
+	ins, err := st.Insights(ctx, q)
+	if err != nil {
+		return InsightsPage{}, err
+	}
+	page := InsightsPage{Insights: ins}
+	if len(ins) > limit {
+		page.Insights = ins[:limit]
+		page.Cursor = strconv.Itoa(q.Offset + limit)
+		v := url.Values{"cursor": {page.Cursor}, "limit": {strconv.Itoa(limit)}}
+		if len(q.Tools) == 1 {
+			v.Set("tool", q.Tools[0])
+		}
+		page.Next = InsightsURI + "?" + v.Encode()
+	}
+	return page, nil
 }
 
 // addInsightsResource serves orchestra://insights: the lessons learned from
-// past runs, the most seen first. An authenticated caller reads its own.
+// past runs, the most seen first, a page at a time. An authenticated
+// caller reads its own.
 func (a *App) addInsightsResource() {
+	read := func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		uri := req.Params.URI
+		q := store.InsightQuery{Scope: tenancy.CallerScope(req.Extra)}
+		var cursor string
+		limit := DefaultInsightsPage
+		if _, query, ok := strings.Cut(uri, "?"); ok {
+			v, err := url.ParseQuery(query)
+			if err != nil {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("%s: %v", uri, err)}
+			}
+			cursor = v.Get("cursor")
+			if t := v.Get("tool"); t != "" {
+				q.Tools = []string{t}
+			}
+			if l := v.Get("limit"); l != "" {
+				n, err := strconv.Atoi(l)
+				if err != nil || n <= 0 || n > 1000 {
+					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("%s: limit must be a number from 1 to 1000", uri)}
+				}
+				limit = n
+			}
+		}
+		page, err := ReadInsightsPage(ctx, a.store, q, cursor, limit)
+		if err != nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("%s: %v; start again from %s", uri, err, InsightsURI)}
+		}
+		return jsonResource(uri, page)
+	}
 	a.Server.AddResource(&mcp.Resource{
 		URI:         InsightsURI,
 		Name:        "insights",
 		Title:       "Lessons from past runs",
-		Description: "What past runs taught about each tool (validation errors a repair fixed, tool errors with their arguments, timeouts), the most seen first; the planner is shown those of the tools it offers.",
+		Description: "What past runs taught about each tool (validation errors a repair fixed, tool errors with their arguments, timeouts), the most seen first, " + strconv.Itoa(DefaultInsightsPage) + " a page; \"next\" is the URI of the next page. The planner is shown those of the tools it offers.",
 		MIMEType:    "application/json",
-	}, func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-		ins, err := a.store.Insights(ctx, store.InsightQuery{Scope: tenancy.CallerScope(req.Extra)})
-		if err != nil {
-			return nil, err
-		}
-		return jsonResource(req.Params.URI, InsightsPage{Insights: ins})
-	})
+	}, read)
+	a.Server.AddResourceTemplate(&mcp.ResourceTemplate{
+		URITemplate: InsightsURI + "{?cursor,limit,tool}",
+		Name:        "insights-page",
+		Title:       "A page of lessons",
+		Description: "A page of insights: cursor is the \"next\" of the page before, limit is at most 1000, tool keeps one tool's.",
+		MIMEType:    "application/json",
+	}, read)
 }

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -238,4 +239,45 @@ func TestBusy(t *testing.T) {
 		t.Error("the first plan failed")
 	}
 	servertest.StillServes(t, cs)
+}
+
+// TestGarbageTokensHitTheAddressLimit replays a break: a made-up
+// JWT-shaped token got a rate-limit bucket of its own before it was
+// verified, so a client that sent a fresh one each time was never
+// limited and grew the limiter's state without bound. Nothing is kept per
+// credential before it verifies now: requests that fail authentication
+// are limited per address, and a valid caller from elsewhere is served.
+func TestGarbageTokensHitTheAddressLimit(t *testing.T) {
+	cfg := authConfig(t)
+	cfg.Server.Auth.JWT = &config.JWT{Issuer: "https://auth.example.com", Audience: "https://orchestra.example.com/mcp", JWKSURL: "http://127.0.0.1:1/jwks"}
+	cfg.Server.RateLimit = config.RateLimit{RequestsPerSecond: 0.5, Burst: 5}
+	app := newApp(t, cfg)
+	srv := httptest.NewServer(app.HTTPHandler(server.HTTPOptions{Stateless: true}))
+	t.Cleanup(srv.Close)
+	ping := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
+	limited := 0
+	for i := range 50 {
+		garbage := fmt.Sprintf("eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ4%d.c2ln%d", i, i)
+		resp, body := post(t, srv.URL+"/mcp", ping, map[string]string{"Authorization": "Bearer " + garbage})
+		switch resp.StatusCode {
+		case http.StatusTooManyRequests:
+			limited++
+			if !strings.Contains(body, "fail authentication") {
+				t.Errorf("the 429 does not say what is limited: %s", body)
+			}
+		case http.StatusUnauthorized:
+			if limited > 0 {
+				t.Errorf("request %d was verified after the address's limit was reached", i)
+			}
+		default:
+			t.Fatalf("a made-up token: %d %s", resp.StatusCode, body)
+		}
+	}
+	if limited < 40 {
+		t.Errorf("%d of 50 made-up tokens from one address were limited; the burst is 5", limited)
+	}
+	// A valid token is limited on its own bucket, not the address's.
+	if resp, body := post(t, srv.URL+"/mcp", ping, map[string]string{"Authorization": "Bearer alpha-token"}); resp.StatusCode != http.StatusOK {
+		t.Errorf("a valid token after the address's failures: %d %s", resp.StatusCode, body)
+	}
 }

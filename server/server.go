@@ -58,6 +58,10 @@ type Options struct {
 	// Metrics adds a Prometheus reader to the telemetry New sets up, for
 	// MetricsHandler.
 	Metrics bool
+	// Hooks observe every run of the app, agents' runs and the planner's
+	// included, after the app's own (records, insights, logs, telemetry):
+	// the command line's live view of a run on a terminal.
+	Hooks *orchestrate.Hooks
 }
 
 // App is a configured orchestra: the catalog, the engine and the MCP server.
@@ -137,6 +141,15 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 			}
 		}
 	}()
+	if tokens != nil {
+		// Records written before owners were namespaced by how their
+		// caller authenticated are given their namespaced owner.
+		if n, err := a.store.RenameOwners(ctx, tokens.LegacyOwner); err != nil {
+			return nil, err
+		} else if n > 0 {
+			log.Info("records' owners namespaced by how their callers authenticate", "owners", n)
+		}
+	}
 	a.tel = opts.Telemetry
 	if a.tel == nil {
 		if a.tel, err = telemetry.New(ctx, telemetry.Options{Prometheus: opts.Metrics, Version: opts.Version, Logger: log}); err != nil {
@@ -148,14 +161,14 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 	// A plan may never start an orchestration on its own server.
 	forbidden := func(name string) bool { return name == orchestrate.ToolName }
 	learned := records.NewLessons(a.store, log)
-	// The engine's hooks feed the records, the insights, the logs and the telemetry;
-	// requests add progress and client logs (orchestrateHandler).
+	// The engine's hooks feed the records, the insights, the logs and the telemetry,
+	// then the caller's; requests add progress and client logs (orchestrateHandler).
 	a.Engine = orchestrate.NewEngine(orchestrate.Options{
 		Tools:       a.tel.Tools(cat),
 		Limits:      cfg.EngineLimits(),
 		Logger:      log,
 		Forbidden:   forbidden,
-		Hooks:       orchestrate.ComposeHooks(records.NewRecorder(a.store, log).Hooks(), learned.Hooks(), runlog.Hooks(log), a.tel.Hooks()),
+		Hooks:       orchestrate.ComposeHooks(records.NewRecorder(a.store, log).Hooks(), learned.Hooks(), runlog.Hooks(log), a.tel.Hooks(), opts.Hooks),
 		StepContext: a.tel.StepContext,
 		Record:      RecordURI,
 		Redact:      func(s string) string { return secrets.Redact(s, a.secrets) },
@@ -417,7 +430,7 @@ func (a *App) expose(t registry.Tool) bool {
 func mcpTool(t registry.Tool) *mcp.Tool {
 	mt := &mcp.Tool{Name: t.Name, Title: t.Title, Description: t.Description, Annotations: t.Annotations}
 	if t.InputSchema != nil {
-		mt.InputSchema = schemas.PortableOr(t.InputSchema)
+		mt.InputSchema = schemas.PortableInputOr(t.InputSchema)
 	} else {
 		mt.InputSchema = map[string]any{"type": "object"}
 	}
@@ -491,7 +504,7 @@ func (a *App) passthrough(t registry.Tool) mcp.ToolHandler {
 // answers, and returns: a client that stopped reading stdout cannot hold
 // the process.
 func (a *App) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
-	t := &lineTransport{in: in, out: out, maxLine: int(a.Config.Server.MaxRequestBytes)}
+	t := &lineTransport{in: in, out: out, maxLine: int(a.Config.Server.MaxRequestBytes), gate: a.Config.Server.RequestGate()}
 	// The session outlives ctx by the grace period.
 	ss, err := a.Server.Connect(context.WithoutCancel(ctx), t, nil)
 	if err != nil {

@@ -15,7 +15,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/orchestra-mcp/orchestra/internal/jsongate"
 	"github.com/orchestra-mcp/orchestra/internal/jsonrpcerr"
+	"github.com/orchestra-mcp/orchestra/orchestrate"
 )
 
 // lineTransport serves MCP over a newline-delimited stream, one JSON-RPC
@@ -27,6 +29,7 @@ type lineTransport struct {
 	in      io.Reader
 	out     io.Writer
 	maxLine int
+	gate    jsongate.Limits // each line's nesting and values
 
 	conn *lineConn // set by Connect
 }
@@ -36,6 +39,7 @@ func (t *lineTransport) Connect(context.Context) (mcp.Connection, error) {
 		in:        t.in,
 		out:       t.out,
 		maxLine:   t.maxLine,
+		gate:      t.gate,
 		incoming:  make(chan jsonrpc.Message),
 		closed:    make(chan struct{}),
 		stop:      make(chan struct{}),
@@ -57,6 +61,7 @@ type lineConn struct {
 	in      io.Reader
 	out     io.Writer
 	maxLine int
+	gate    jsongate.Limits
 
 	wmu      sync.Mutex
 	incoming chan jsonrpc.Message // closed when reading ends
@@ -158,6 +163,10 @@ func (c *lineConn) parse(line []byte, tooLong bool) jsonrpc.Message {
 			}
 		}
 		c.reject(head, jsonrpc.CodeInvalidRequest, fmt.Sprintf("the message is larger than the limit of %d bytes (server.max_request_bytes): send a smaller plan, pass large data by reference (a URL or a step that fetches it), or raise server.max_request_bytes in the configuration file", c.maxLine))
+		return nil
+	}
+	if err := c.gate.Check(line); err != nil {
+		c.reject(line, jsonrpc.CodeInvalidRequest, gateMessage(err))
 		return nil
 	}
 	msg, err := jsonrpc.DecodeMessage(line)
@@ -334,3 +343,9 @@ func trailingID(tail []byte) (string, bool) {
 // trailingIDPattern matches an "id" member that closes the top-level
 // object: a number or a string followed by the final "}".
 var trailingIDPattern = regexp.MustCompile(`[,{]\s*"id"\s*:\s*(-?[0-9]+|"(?:[^"\\]|\\.)*")\s*}$`)
+
+// gateMessage says why the decoding gate refused a message, and which
+// setting raises the limit.
+func gateMessage(err error) string {
+	return jsongate.Describe("the message", err, orchestrate.RequestGateKeys())
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 
+	"github.com/orchestra-mcp/orchestra/server/httpedge"
 	"github.com/orchestra-mcp/orchestra/server/tenancy"
 	"github.com/orchestra-mcp/orchestra/store"
 	"github.com/orchestra-mcp/orchestra/viewer"
@@ -22,7 +23,7 @@ func (a *App) viewerHandler() (http.Handler, error) {
 			if err != nil {
 				return viewer.Identity{}, err
 			}
-			return viewer.Identity{Name: ti.UserID, Scope: store.OwnerScope(ti.UserID).InTenant(tenancy.Of(ti)), Expires: ti.Expiration}, nil
+			return viewer.Identity{Name: httpedge.UserOf(ti), Scope: store.OwnerScope(ti.UserID).InTenant(tenancy.Of(ti)), Expires: ti.Expiration}, nil
 		}
 	}
 	return viewer.New(opts)

@@ -44,7 +44,7 @@ func BenchmarkRun(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
-				if err := s.FinishRun(ctx, id, StatusSuccess, envelope, time.Time{}); err != nil {
+				if err := s.FinishRun(ctx, id, StatusSuccess, envelope, time.Time{}, 0); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -80,7 +80,7 @@ func BenchmarkOneStepRun(b *testing.B) {
 		if err := step(ctx, st); err != nil {
 			return err
 		}
-		return finish(ctx, id, StatusSuccess, envelope, time.Time{})
+		return finish(ctx, id, StatusSuccess, envelope, time.Time{}, 0)
 	}
 	for _, mode := range []string{"memory", "file"} {
 		for _, writes := range []string{"sync", "queued"} {

@@ -36,11 +36,11 @@
 //
 //	err = s.StartRun(ctx, store.Run{ExecID: "e1", Tool: "agent_orchestrate", Plan: plan})
 //	err = s.RecordStep(ctx, store.StepRecord{ExecID: "e1", StepID: "research", Status: "success", Output: out})
-//	err = s.FinishRun(ctx, "e1", store.StatusSuccess, envelope, time.Now())
+//	err = s.FinishRun(ctx, "e1", store.StatusSuccess, envelope, time.Now(), 0)
 //
 //	// Off the caller's path: queued, committed in the background.
 //	err = s.QueueStartRun(ctx, store.Run{ExecID: "e2", Tool: "agent_orchestrate"})
-//	err = s.QueueFinishRun(ctx, "e2", store.StatusSuccess, envelope, time.Time{})
+//	err = s.QueueFinishRun(ctx, "e2", store.StatusSuccess, envelope, time.Time{}, 0)
 //
 //	run, steps, err := s.Get(ctx, "e1") // waits for the writes queued before it
 //	page, next, err := s.List(ctx, store.ListOptions{Limit: 20})

@@ -22,7 +22,7 @@ func Example() {
 		Plan: json.RawMessage(`{"steps":[{"id":"greet","tool":"echo"}]}`)})
 	_ = s.RecordStep(ctx, store.StepRecord{ExecID: "e1", StepID: "greet", Tool: "echo", Status: "success",
 		Attempts: 1, Output: json.RawMessage(`{"text":"hello"}`)})
-	_ = s.FinishRun(ctx, "e1", store.StatusSuccess, json.RawMessage(`{"artifact_id":"a1"}`), start.Add(42*time.Millisecond))
+	_ = s.FinishRun(ctx, "e1", store.StatusSuccess, json.RawMessage(`{"artifact_id":"a1"}`), start.Add(42*time.Millisecond), 0)
 
 	run, steps, err := s.Get(ctx, "e1")
 	if err != nil {

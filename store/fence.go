@@ -39,14 +39,14 @@ const (
 	// the exec id again and the writer's instance. PostgreSQL infers no
 	// types for a SELECT list's parameters, hence the casts.
 	pgUpsertStepSQL = `INSERT INTO steps
-		(exec_id, step_id, idx, path, tool, status, started_at, duration_ms, attempts, output, error, kind, arguments)
-		SELECT ?::text, ?::text, ?::bigint, ?::text, ?::text, ?::text, ?::bigint, ?::bigint, ?::bigint, ?::text, ?::text, ?::text, ?::text
+		(exec_id, step_id, idx, path, tool, status, started_at, duration_ms, attempts, output, error, kind, arguments, step_exec_id)
+		SELECT ?::text, ?::text, ?::bigint, ?::text, ?::text, ?::text, ?::bigint, ?::bigint, ?::bigint, ?::text, ?::text, ?::text, ?::text, ?::text
 		WHERE EXISTS (` + pgFenceSQL + `)
 		ON CONFLICT (exec_id, step_id) DO UPDATE SET
 			idx = excluded.idx, path = excluded.path, tool = excluded.tool, status = excluded.status,
 			started_at = excluded.started_at, duration_ms = excluded.duration_ms,
 			attempts = excluded.attempts, output = excluded.output, error = excluded.error,
-			kind = excluded.kind, arguments = excluded.arguments`
+			kind = excluded.kind, arguments = excluded.arguments, step_exec_id = excluded.step_exec_id`
 	// pgFencedFinishRunSQL is pgFinishRunSQL, fenced: its last parameter is
 	// the writer's instance.
 	pgFencedFinishRunSQL = pgFinishRunSQL + ` AND instance = ? AND status <> 'interrupted'`

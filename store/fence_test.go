@@ -70,8 +70,8 @@ func TestLeaseFencing(t *testing.T) {
 	fenced("a's step", a.RecordStep(ctx, StepRecord{ExecID: "r1", StepID: "s1", Tool: "t", Status: "success", Output: json.RawMessage(`{"late":true}`)}))
 	fenced("a's new step", a.RecordStep(ctx, StepRecord{ExecID: "r1", StepID: "s2", Tool: "t", Status: "success"}))
 	fenced("a's pause", a.Pause(ctx, "r1", json.RawMessage(`{"plan":{}}`), json.RawMessage(`[]`), nil, clk.Now().Add(time.Hour)))
-	fenced("a's end", a.FinishRun(ctx, "r1", StatusSuccess, env("success"), time.Time{}))
-	if err := a.QueueFinishRun(ctx, "r1", StatusFailed, env("failed"), time.Time{}); err != nil {
+	fenced("a's end", a.FinishRun(ctx, "r1", StatusSuccess, env("success"), time.Time{}, 0))
+	if err := a.QueueFinishRun(ctx, "r1", StatusFailed, env("failed"), time.Time{}, 0); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.Flush(ctx); err != nil {
@@ -93,7 +93,7 @@ func TestLeaseFencing(t *testing.T) {
 	if err := a.RecordStep(ctx, StepRecord{ExecID: "nope", StepID: "s1", Status: "running"}); !errors.Is(err, ErrNotFound) {
 		t.Errorf("a step of an unknown run: %v, want ErrNotFound", err)
 	}
-	if err := a.FinishRun(ctx, "nope", StatusSuccess, nil, time.Time{}); !errors.Is(err, ErrNotFound) {
+	if err := a.FinishRun(ctx, "nope", StatusSuccess, nil, time.Time{}, 0); !errors.Is(err, ErrNotFound) {
 		t.Errorf("the end of an unknown run: %v, want ErrNotFound", err)
 	}
 
@@ -109,10 +109,10 @@ func TestLeaseFencing(t *testing.T) {
 	if err := b.RecordStep(ctx, StepRecord{ExecID: "r1", StepID: "s1", Tool: "t", Status: "success", Output: json.RawMessage(`{"by":"b"}`)}); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.FinishRun(ctx, "r1", StatusSuccess, env("success"), time.Time{}); err != nil {
+	if err := b.FinishRun(ctx, "r1", StatusSuccess, env("success"), time.Time{}, 0); err != nil {
 		t.Fatal(err)
 	}
-	fenced("a's end after b finished", a.FinishRun(ctx, "r1", StatusFailed, env("failed"), time.Time{}))
+	fenced("a's end after b finished", a.FinishRun(ctx, "r1", StatusFailed, env("failed"), time.Time{}, 0))
 	run, steps = snapshot()
 	if run.Status != StatusSuccess || len(steps) != 1 || steps[0].Status != "success" || string(steps[0].Output) != `{"by":"b"}` {
 		t.Errorf("the run as b finished it: %s, steps %+v", run.Status, steps)
@@ -138,14 +138,14 @@ func TestLeaseFencing(t *testing.T) {
 	if err := a.Claim(ctx, "r3", res.Claims, "resumed", nil); !errors.Is(err, ErrStillExecuting) {
 		t.Errorf("a resumed r3 while still executing it: %v, want ErrStillExecuting", err)
 	}
-	fenced("the stalled execution's end", a.FinishRun(ctx, "r3", StatusFailed, env("failed"), time.Time{}))
+	fenced("the stalled execution's end", a.FinishRun(ctx, "r3", StatusFailed, env("failed"), time.Time{}, 0))
 	if err := a.Claim(ctx, "r3", res.Claims, "resumed", nil); err != nil {
 		t.Fatalf("a resuming r3 once its stalled execution ended: %v", err)
 	}
 	if err := a.RecordStep(ctx, StepRecord{ExecID: "r3", StepID: "s1", Tool: "t", Status: "success"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.FinishRun(ctx, "r3", StatusSuccess, env("success"), time.Time{}); err != nil {
+	if err := a.FinishRun(ctx, "r3", StatusSuccess, env("success"), time.Time{}, 0); err != nil {
 		t.Fatal(err)
 	}
 	if r, _, err := b.Get(ctx, "r3"); err != nil || r.Status != StatusSuccess {
@@ -171,7 +171,7 @@ func TestLeaseFencing(t *testing.T) {
 	if err := a.Pause(ctx, "r2", json.RawMessage(`{"plan":{}}`), json.RawMessage(`[]`), nil, clk.Now().Add(time.Hour)); err != nil {
 		t.Fatalf("a's pause of its live run: %v", err)
 	}
-	if err := a.FinishRun(ctx, "r2", StatusSuccess, env("success"), time.Time{}); err != nil {
+	if err := a.FinishRun(ctx, "r2", StatusSuccess, env("success"), time.Time{}, 0); err != nil {
 		t.Fatalf("a's end of its live run: %v", err)
 	}
 	if r, _, err := b.Get(ctx, "r2"); err != nil || r.Status != StatusSuccess {
@@ -196,7 +196,7 @@ func TestSQLiteNotFenced(t *testing.T) {
 	if err := b.RecordStep(ctx, StepRecord{ExecID: "r1", StepID: "s1", Status: "success"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.FinishRun(ctx, "r1", StatusSuccess, nil, time.Time{}); err != nil {
+	if err := b.FinishRun(ctx, "r1", StatusSuccess, nil, time.Time{}, 0); err != nil {
 		t.Fatal(err)
 	}
 	if st, _ := b.Stats(ctx); st.Fenced != 0 {

@@ -1,9 +1,11 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 )
@@ -13,6 +15,12 @@ const (
 	// MaxInsightsPerTool caps the insights kept per owner and tool; the
 	// least seen, then the oldest, go first.
 	MaxInsightsPerTool = 20
+	// MaxInsightsPerOwner caps the insights kept per owner (and tenant)
+	// over every tool: tool names are the caller's to choose (client
+	// tools), so the per-tool cap alone bounds nothing.
+	MaxInsightsPerOwner = 500
+	// MaxInsights caps the insights kept in all; the oldest go first.
+	MaxInsights = 50_000
 	// InsightMaxAge is how long an insight not seen again is kept.
 	InsightMaxAge = 30 * 24 * time.Hour
 )
@@ -50,12 +58,15 @@ type InsightQuery struct {
 	Tools []string
 	// Limit caps how many are returned, the most seen first; 0 means all.
 	Limit int
+	// Offset skips the first insights of the order, for paging.
+	Offset int
 }
 
 // RecordInsights counts each insight — a new one is added, one seen before
 // (same owner, tenant, tool and key) is counted again and takes the new lesson's
-// text — then keeps at most [MaxInsightsPerTool] per owner and tool and
-// deletes those not seen for [InsightMaxAge]. It waits for the commit.
+// text — then keeps at most [MaxInsightsPerTool] per owner and tool,
+// [MaxInsightsPerOwner] per owner and [MaxInsights] in all, and deletes
+// those not seen for [InsightMaxAge]. It waits for the commit.
 func (s *Store) RecordInsights(ctx context.Context, ins ...Insight) error {
 	if len(ins) == 0 {
 		return nil
@@ -67,7 +78,9 @@ func (s *Store) RecordInsights(ctx context.Context, ins ...Insight) error {
 	}
 	defer tx.Rollback()
 	type ownerTool struct{ owner, tenant, tool string }
+	type owner struct{ owner, tenant string }
 	touched := map[ownerTool]bool{}
+	owners := map[owner]bool{}
 	for _, in := range ins {
 		if in.Tool == "" || in.Key == "" || in.Lesson == "" {
 			return errors.New("recording insights: an insight needs a tool, a key and a lesson")
@@ -84,6 +97,7 @@ func (s *Store) RecordInsights(ctx context.Context, ins ...Insight) error {
 			return fmt.Errorf("recording insights: %w", err)
 		}
 		touched[ownerTool{in.Owner, in.Tenant, in.Tool}] = true
+		owners[owner{in.Owner, in.Tenant}] = true
 	}
 	for ot := range touched {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM insights WHERE owner = ? AND tenant = ? AND tool = ? AND key NOT IN (
@@ -92,8 +106,25 @@ func (s *Store) RecordInsights(ctx context.Context, ins ...Insight) error {
 			return fmt.Errorf("recording insights: %w", err)
 		}
 	}
+	for o := range owners {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM insights WHERE owner = ? AND tenant = ? AND (tool, key) NOT IN (
+			SELECT tool, key FROM insights WHERE owner = ? AND tenant = ? ORDER BY count DESC, last_seen DESC LIMIT ?)`,
+			o.owner, o.tenant, o.owner, o.tenant, cmp.Or(s.insightCaps.perOwner, MaxInsightsPerOwner)); err != nil {
+			return fmt.Errorf("recording insights: %w", err)
+		}
+	}
 	if _, err := tx.ExecContext(ctx, `DELETE FROM insights WHERE last_seen < ?`, now.Add(-InsightMaxAge).UnixNano()); err != nil {
 		return fmt.Errorf("recording insights: %w", err)
+	}
+	var total int
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM insights`).Scan(&total); err != nil {
+		return fmt.Errorf("recording insights: %w", err)
+	}
+	if over := total - cmp.Or(s.insightCaps.total, MaxInsights); over > 0 {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM insights WHERE (owner, tenant, tool, key) IN (
+			SELECT owner, tenant, tool, key FROM insights ORDER BY last_seen ASC, count ASC LIMIT ?)`, over); err != nil {
+			return fmt.Errorf("recording insights: %w", err)
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("recording insights: %w", err)
@@ -115,9 +146,13 @@ func (s *Store) Insights(ctx context.Context, q InsightQuery) ([]Insight, error)
 	}
 	query := `SELECT owner, tenant, tool, key, kind, lesson, count, first_seen, last_seen FROM insights WHERE ` +
 		strings.Join(where, " AND ") + ` ORDER BY count DESC, last_seen DESC, tool, key`
-	if q.Limit > 0 {
-		query += ` LIMIT ?`
-		args = append(args, q.Limit)
+	if q.Limit > 0 || q.Offset > 0 {
+		limit := q.Limit
+		if limit <= 0 {
+			limit = math.MaxInt32
+		}
+		query += ` LIMIT ? OFFSET ?`
+		args = append(args, limit, q.Offset)
 	}
 	rows, err := s.reader.QueryContext(ctx, query, args...)
 	if err != nil {

@@ -111,3 +111,70 @@ func insightsCountedCappedAndAged(t *testing.T, path string) {
 		t.Errorf("%d rows after aging, %v; want 1", n, err)
 	}
 }
+
+// TestInsightsAreBounded replays a break: an insight row was kept per
+// fresh tool name (20 per tool, tools unbounded, and client tools' names
+// are the caller's to choose). The insights of one owner, and all of them,
+// are capped now; the most seen, then the latest, stay.
+func TestInsightsAreBounded(t *testing.T) {
+	both(t, func(t *testing.T, path string) {
+		ctx := t.Context()
+		s := openTest(t, path, Options{})
+		record := func(owner string, tools int) {
+			var ins []Insight
+			for i := range tools {
+				ins = append(ins, Insight{Owner: owner, Tool: fmt.Sprintf("fresh_tool_%d", i), Key: "k", Kind: "tool_error", Lesson: "failed"})
+			}
+			if err := s.RecordInsights(ctx, ins...); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// At the default caps: one owner's fresh tools.
+		record("static:z", MaxInsightsPerOwner+100)
+		if z, err := s.Insights(ctx, InsightQuery{Scope: OwnerScope("static:z")}); err != nil || len(z) != MaxInsightsPerOwner {
+			t.Errorf("%d insights kept for one owner's %d fresh tools (%v), want %d", len(z), MaxInsightsPerOwner+100, err, MaxInsightsPerOwner)
+		}
+		if _, err := s.ClearInsights(ctx, Scope{}); err != nil {
+			t.Fatal(err)
+		}
+		s.insightCaps.perOwner, s.insightCaps.total = 50, 120
+		record("static:a", 80)
+		if err := s.RecordInsights(ctx, Insight{Owner: "static:a", Tool: "fresh_tool_0", Key: "k", Kind: "tool_error", Lesson: "seen again"}); err != nil {
+			t.Fatal(err)
+		}
+		mine, err := s.Insights(ctx, InsightQuery{Scope: OwnerScope("static:a")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(mine) != 50 || mine[0].Tool != "fresh_tool_0" || mine[0].Count != 2 {
+			t.Errorf("one owner's insights: %d, the first %+v; want 50, the most seen first", len(mine), mine[0])
+		}
+		for _, o := range []string{"static:b", "static:c", "static:d"} {
+			record(o, 50)
+		}
+		all, err := s.Insights(ctx, InsightQuery{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(all) != 120 {
+			t.Errorf("%d insights kept in all, want the cap of 120", len(all))
+		}
+		// Pages cover them all, each once.
+		seen := map[string]bool{}
+		for off := 0; ; off += 7 {
+			page, err := s.Insights(ctx, InsightQuery{Limit: 7, Offset: off})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, in := range page {
+				seen[in.Owner+in.Tool] = true
+			}
+			if len(page) < 7 {
+				break
+			}
+		}
+		if len(seen) != 120 {
+			t.Errorf("pages of 7 showed %d insights, want 120", len(seen))
+		}
+	})
+}

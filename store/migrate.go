@@ -6,6 +6,7 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"path"
 	"sort"
 	"strconv"
@@ -125,13 +126,23 @@ func (s *Store) migrate(ctx context.Context, ms []migration) error {
 	if len(ms) > 0 {
 		latest = ms[len(ms)-1].version
 	}
+	// Migrating a store that holds records is news; making a new or an
+	// in-memory one is not.
+	level := slog.LevelInfo
+	var recorded int
+	if err := s.writer.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations`).Scan(&recorded); err != nil {
+		return fmt.Errorf("reading schema version: %w", err)
+	}
+	if recorded == 0 || s.inMemory() {
+		level = slog.LevelDebug
+	}
 	for _, m := range ms {
 		applied, err := s.applyMigration(ctx, m, ms, latest)
 		if err != nil {
 			return err
 		}
 		if applied {
-			s.log.Info("applied execution store migration", "version", m.version, "name", m.name)
+			s.log.Log(ctx, level, "applied execution store migration", "version", m.version, "name", m.name)
 		}
 	}
 	// A database that applied nothing above may still be too new.

@@ -4,6 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"log/slog"
+	"strconv"
+	"strings"
 	"testing"
 	"testing/fstest"
 )
@@ -165,4 +168,35 @@ func rawOpen(t testing.TB, path string) *sql.DB {
 	}
 	t.Cleanup(func() { db.Close() })
 	return db
+}
+
+// TestMigrationLogLevel logs the migrations that make a new or in-memory
+// store at debug, and those that upgrade a store with records at info: a
+// command's first run says nothing about its database, an upgrade does.
+func TestMigrationLogLevel(t *testing.T) {
+	ctx := t.Context()
+	logs := &lockedBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	path := tempDB(t)
+	for _, p := range []string{Memory, path} {
+		s := openTest(t, p, Options{Logger: log})
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := logs.String()
+	if n := strings.Count(got, `level=DEBUG msg="applied execution store migration"`); n != 2*len(migrations) || strings.Contains(got, "level=INFO") {
+		t.Errorf("a new and an in-memory store: %d migrations logged at debug, want %d, and none at info:\n%s", n, 2*len(migrations), got)
+	}
+
+	logs = &lockedBuffer{}
+	log = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	s := openTest(t, path, Options{Logger: log})
+	next := migration{version: latestVersion() + 1, name: "9999_label", sql: `ALTER TABLE runs ADD COLUMN label TEXT NOT NULL DEFAULT '';`}
+	if err := s.migrate(ctx, append(migrations[:len(migrations):len(migrations)], next)); err != nil {
+		t.Fatal(err)
+	}
+	if got := logs.String(); !strings.Contains(got, `level=INFO msg="applied execution store migration" version=`+strconv.Itoa(next.version)) {
+		t.Errorf("upgrading a store: the migration is not logged at info:\n%s", got)
+	}
 }

@@ -30,7 +30,7 @@ func TestListFilters(t *testing.T) {
 			}
 		}
 		env := json.RawMessage(`{"artifact":{"errors":[{"code":"tool_error","message":"Upstream said NO"}]}}`)
-		if err := s.FinishRun(ctx, "r3", StatusFailed, env, time.Time{}); err != nil {
+		if err := s.FinishRun(ctx, "r3", StatusFailed, env, time.Time{}, 0); err != nil {
 			t.Fatal(err)
 		}
 		for _, tc := range []struct {
@@ -104,7 +104,7 @@ func TestViewerColumns(t *testing.T) {
 			"agents":{"tokens_in":20,"tokens_out":2},
 			"steps":[{"type":"model","output":{"tokens_in":3,"tokens_out":1}},{"type":"tool","output":{"tokens_in":1000}},
 				{"type":"for_each","output":[1,2]},{"type":"tool","output":"text"},{"type":"tool","output":null}]}}`)
-		if err := s.FinishRun(ctx, "e", StatusSuccess, env, time.Time{}); err != nil {
+		if err := s.FinishRun(ctx, "e", StatusSuccess, env, time.Time{}, 0); err != nil {
 			t.Fatal(err)
 		}
 

@@ -118,7 +118,7 @@ func (s *Store) readRun(ctx context.Context, scope Scope, execID string, bodies 
 // only step stepID when it is not "" — with their Arguments and Output
 // when bodies is set.
 func readSteps(ctx context.Context, tx *sql.Tx, execID, stepID string, bodies bool) ([]StepRecord, error) {
-	cols := `step_id, idx, path, kind, tool, status, started_at, duration_ms, attempts, error, `
+	cols := `step_id, idx, path, kind, tool, status, started_at, duration_ms, attempts, error, step_exec_id, `
 	if bodies {
 		cols += `arguments, output`
 	} else {
@@ -141,7 +141,7 @@ func readSteps(ctx context.Context, tx *sql.Tx, execID, stepID string, bodies bo
 		var started sql.NullInt64
 		var stepErr, arguments, output sql.NullString
 		if err := rows.Scan(&st.StepID, &st.Index, &st.Path, &st.Kind, &st.Tool, &st.Status, &started,
-			&st.DurationMS, &st.Attempts, &stepErr, &arguments, &output); err != nil {
+			&st.DurationMS, &st.Attempts, &stepErr, &st.StepExecID, &arguments, &output); err != nil {
 			return nil, fmt.Errorf("reading steps of run %s: %w", execID, err)
 		}
 		st.StartedAt = fromNull(started)

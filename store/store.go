@@ -125,6 +125,9 @@ type StepRecord struct {
 	ExecID string
 	// StepID is the step's id, unique within the run.
 	StepID string
+	// StepExecID names this execution of the step (the step's exec_id in
+	// the envelope); empty for a step that never started.
+	StepExecID string
 	// Index is the step's position in the plan.
 	Index int
 	// Path locates a step nested in parallel groups, e.g. "drafts/0".
@@ -230,6 +233,9 @@ type Store struct {
 	lock                 *instanceLock // held while open, so other processes know the instance lives
 
 	recovered int
+
+	// insightCaps are MaxInsightsPerOwner and MaxInsights; tests lower them.
+	insightCaps struct{ perOwner, total int }
 
 	pruneMu       sync.Mutex
 	lastPrune     time.Time

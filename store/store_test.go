@@ -97,7 +97,7 @@ func TestRoundTrip(t *testing.T) {
 			t.Errorf("steps = %v, want none", steps)
 		}
 
-		a := StepRecord{ExecID: "exec-1", StepID: "a", Index: 0, Tool: "echo", Status: "running", StartedAt: start}
+		a := StepRecord{ExecID: "exec-1", StepID: "a", StepExecID: "step-exec-a", Index: 0, Tool: "echo", Status: "running", StartedAt: start}
 		if err := s.RecordStep(ctx, a); err != nil {
 			t.Fatal(err)
 		}
@@ -114,7 +114,7 @@ func TestRoundTrip(t *testing.T) {
 
 		envelope := json.RawMessage(`{"artifact_id":"x","artifact":{"status":"failed","errors":[{"step":1,"code":"tool_error","message":"boom"}]}}`)
 		finished := start.Add(1500 * time.Millisecond)
-		if err := s.FinishRun(ctx, "exec-1", StatusFailed, envelope, finished); err != nil {
+		if err := s.FinishRun(ctx, "exec-1", StatusFailed, envelope, finished, 0); err != nil {
 			t.Fatal(err)
 		}
 		got, steps, err = s.Get(ctx, "exec-1")
@@ -150,9 +150,9 @@ func TestErrors(t *testing.T) {
 		{"step of unknown run", s.RecordStep(ctx, StepRecord{ExecID: "nope", StepID: "a", Status: "success"}), ErrNotFound},
 		{"step without status", s.RecordStep(ctx, StepRecord{ExecID: "e", StepID: "a"}), nil},
 		{"bad output JSON", s.RecordStep(ctx, StepRecord{ExecID: "e", StepID: "a", Status: "success", Output: json.RawMessage(`x`)}), nil},
-		{"finish unknown run", s.FinishRun(ctx, "nope", StatusSuccess, nil, time.Time{}), ErrNotFound},
-		{"finish as running", s.FinishRun(ctx, "e", StatusRunning, nil, time.Time{}), nil},
-		{"bad envelope JSON", s.FinishRun(ctx, "e", StatusSuccess, json.RawMessage(`[`), time.Time{}), nil},
+		{"finish unknown run", s.FinishRun(ctx, "nope", StatusSuccess, nil, time.Time{}, 0), ErrNotFound},
+		{"finish as running", s.FinishRun(ctx, "e", StatusRunning, nil, time.Time{}, 0), nil},
+		{"bad envelope JSON", s.FinishRun(ctx, "e", StatusSuccess, json.RawMessage(`[`), time.Time{}, 0), nil},
 	}
 	for _, tt := range tests {
 		if tt.err == nil {
@@ -190,7 +190,7 @@ func TestSurvivesReopen(t *testing.T) {
 	if err := s.RecordStep(ctx, StepRecord{ExecID: "e1", StepID: "0", Status: "success", Output: json.RawMessage(`1`)}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.FinishRun(ctx, "e1", StatusSuccess, json.RawMessage(`{"ok":true}`), time.Time{}); err != nil {
+	if err := s.FinishRun(ctx, "e1", StatusSuccess, json.RawMessage(`{"ok":true}`), time.Time{}, 0); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
@@ -339,7 +339,7 @@ func writeRun(ctx context.Context, s *Store, id string, steps int) error {
 			return err
 		}
 	}
-	return s.FinishRun(ctx, id, StatusSuccess, json.RawMessage(fmt.Sprintf(`{"exec":%q}`, id)), time.Time{})
+	return s.FinishRun(ctx, id, StatusSuccess, json.RawMessage(fmt.Sprintf(`{"exec":%q}`, id)), time.Time{}, 0)
 }
 
 func TestRetentionByAge(t *testing.T) {
@@ -358,7 +358,7 @@ func TestRetentionByAge(t *testing.T) {
 				t.Fatal(err)
 			}
 			if i != 1 { // day1 is still running
-				if err := s.FinishRun(ctx, id, StatusSuccess, nil, time.Time{}); err != nil {
+				if err := s.FinishRun(ctx, id, StatusSuccess, nil, time.Time{}, 0); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -399,7 +399,7 @@ func TestRetentionByCount(t *testing.T) {
 			if err := s.StartRun(ctx, Run{ExecID: id, Tool: "cli"}); err != nil {
 				t.Fatal(err)
 			}
-			if err := s.FinishRun(ctx, id, StatusSuccess, nil, time.Time{}); err != nil {
+			if err := s.FinishRun(ctx, id, StatusSuccess, nil, time.Time{}, 0); err != nil {
 				t.Fatal(err)
 			}
 			if i == 7 { // 8 finished runs: FinishRun pruned twice, the last time just now
@@ -429,7 +429,7 @@ func TestPruneAfterInterval(t *testing.T) {
 		if i == 2 {
 			clk.Advance(s.pruneInterval)
 		}
-		if err := s.FinishRun(ctx, id, StatusSuccess, nil, time.Time{}); err != nil {
+		if err := s.FinishRun(ctx, id, StatusSuccess, nil, time.Time{}, 0); err != nil {
 			t.Fatal(err)
 		}
 		clk.Advance(time.Second)
@@ -464,7 +464,7 @@ func TestListPagination(t *testing.T) {
 				t.Fatal(err)
 			}
 			if status != StatusRunning {
-				if err := s.FinishRun(ctx, id, status, json.RawMessage(`{"big":"envelope"}`), time.Time{}); err != nil {
+				if err := s.FinishRun(ctx, id, status, json.RawMessage(`{"big":"envelope"}`), time.Time{}, 0); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -601,7 +601,7 @@ func TestOpenSparesLiveOwner(t *testing.T) {
 		t.Errorf("Recovered = %d, want 0", st.Recovered)
 	}
 	// The owner carries on, and the second store sees its writes.
-	if err := a.FinishRun(ctx, "live", StatusSuccess, nil, time.Time{}); err != nil {
+	if err := a.FinishRun(ctx, "live", StatusSuccess, nil, time.Time{}, 0); err != nil {
 		t.Fatal(err)
 	}
 	if run, _, err := b.Get(ctx, "live"); err != nil || run.Status != StatusSuccess {
@@ -685,7 +685,7 @@ func TestRetentionByCountOrder(t *testing.T) {
 					t.Fatal(err)
 				}
 				if i%5 != 0 {
-					if err := s.FinishRun(ctx, id, StatusSuccess, nil, time.Time{}); err != nil {
+					if err := s.FinishRun(ctx, id, StatusSuccess, nil, time.Time{}, 0); err != nil {
 						t.Fatal(err)
 					}
 				}

@@ -49,7 +49,7 @@ func queueRun(ctx context.Context, s *Store, id string, status Status) error {
 	if status != StatusSuccess {
 		env = json.RawMessage(`{"artifact":{"status":"` + string(status) + `","errors":[{"code":"tool_error","message":"boom"}]}}`)
 	}
-	return s.QueueFinishRun(ctx, id, status, env, time.Time{})
+	return s.QueueFinishRun(ctx, id, status, env, time.Time{}, 0)
 }
 
 // waitForReader waits until a read is waiting for the queue, and fails if
@@ -224,7 +224,7 @@ func TestFailedWriteLosesNoOther(t *testing.T) {
 		queue(s.QueueStartRun(ctx, Run{ExecID: "dup", Tool: "cli"}))                                                   // already exists
 		queue(s.QueueRecordStep(ctx, StepRecord{ExecID: "ghost", StepID: "a", Status: "success"}))                     // no such run
 		queue(s.QueueRecordStep(ctx, StepRecord{ExecID: "ok-1", StepID: "b", Status: "success", Output: []byte("{")})) // not JSON
-		queue(s.QueueFinishRun(ctx, "ghost", StatusFailed, nil, time.Time{}))                                          // no such run
+		queue(s.QueueFinishRun(ctx, "ghost", StatusFailed, nil, time.Time{}, 0))                                       // no such run
 		// A caller that waits gets its own error, from the same batch.
 		waited := make(chan error, 1)
 		go func() { waited <- s.StartRun(ctx, Run{ExecID: "dup", Tool: "cli"}) }()
@@ -393,18 +393,18 @@ func TestCoalescedBatchMatchesWriteByWrite(t *testing.T) {
 				recordStep(ctx, st)
 			}
 			env := json.RawMessage(`{"artifact":{"errors":[{"code":"tool_error","message":"boom"}]}}`)
-			finishRun(ctx, id, status, env, at.Add(1234567*time.Microsecond))
+			finishRun(ctx, id, status, env, at.Add(1234567*time.Microsecond), 0)
 		}
 		// Two finishes: the second one wins.
 		startRun(ctx, Run{ExecID: "twice", Tool: "cli", StartedAt: start})
-		finishRun(ctx, "twice", StatusFailed, json.RawMessage(`{}`), start.Add(time.Second))
-		finishRun(ctx, "twice", StatusSuccess, json.RawMessage(`{"second":true}`), start.Add(2*time.Second))
+		finishRun(ctx, "twice", StatusFailed, json.RawMessage(`{}`), start.Add(time.Second), 0)
+		finishRun(ctx, "twice", StatusSuccess, json.RawMessage(`{"second":true}`), start.Add(2*time.Second), 5)
 		between()
 		// A step before its run's start fails on its own, wherever it is.
 		recordStep(ctx, StepRecord{ExecID: "late", StepID: "a", Status: "running"})
 		startRun(ctx, Run{ExecID: "late", Tool: "cli", StartedAt: start})
 		recordStep(ctx, StepRecord{ExecID: "late", StepID: "b", Status: "success"})
-		finishRun(ctx, "late", StatusSuccess, json.RawMessage(`{}`), start.Add(time.Second))
+		finishRun(ctx, "late", StatusSuccess, json.RawMessage(`{}`), start.Add(time.Second), 0)
 	}
 	read := func(s *Store) map[string]any {
 		got := map[string]any{}
@@ -437,6 +437,11 @@ func TestCoalescedBatchMatchesWriteByWrite(t *testing.T) {
 	})
 	release()
 	got := read(batched)
+	for name, recs := range map[string]map[string]any{"one by one": want, "batched": got} {
+		if run := recs["twice"].([]any)[0].(*Run); run.StepCount != 5 {
+			t.Errorf("%s: the step count of a finish that gives one is %d, want 5", name, run.StepCount)
+		}
+	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("records written in one batch differ from those written one by one (-want +got):\n%s", diff)
 	}

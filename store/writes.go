@@ -77,13 +77,15 @@ func (s *Store) QueueRecordStep(ctx context.Context, st StepRecord) error {
 // sets its duration from StartedAt to finishedAt (now when zero), then waits
 // until that is committed. The run's Error is taken from the envelope when
 // the status is not success: the first entry of artifact.errors, then
-// artifact.validation_errors, as "code: message". An unknown run is
-// [ErrNotFound].
+// artifact.validation_errors, as "code: message". stepCount, when not 0,
+// is the run's step count, for a run whose steps were not known when it
+// started (an agent's loop, which makes its steps as it goes); 0 keeps the
+// count it started with. An unknown run is [ErrNotFound].
 //
 // From time to time the writer also applies the retention policy after a
 // run finishes; a failure there is logged, not returned.
-func (s *Store) FinishRun(ctx context.Context, execID string, status Status, envelope json.RawMessage, finishedAt time.Time) error {
-	w, err := s.finishRun(execID, status, envelope, finishedAt)
+func (s *Store) FinishRun(ctx context.Context, execID string, status Status, envelope json.RawMessage, finishedAt time.Time, stepCount int) error {
+	w, err := s.finishRun(execID, status, envelope, finishedAt, stepCount)
 	if err != nil {
 		return err
 	}
@@ -93,8 +95,8 @@ func (s *Store) FinishRun(ctx context.Context, execID string, status Status, env
 // QueueFinishRun queues what [Store.FinishRun] writes and returns without
 // waiting for it; errors are returned and logged as by
 // [Store.QueueStartRun].
-func (s *Store) QueueFinishRun(ctx context.Context, execID string, status Status, envelope json.RawMessage, finishedAt time.Time) error {
-	w, err := s.finishRun(execID, status, envelope, finishedAt)
+func (s *Store) QueueFinishRun(ctx context.Context, execID string, status Status, envelope json.RawMessage, finishedAt time.Time, stepCount int) error {
+	w, err := s.finishRun(execID, status, envelope, finishedAt, stepCount)
 	if err != nil {
 		return err
 	}
@@ -165,21 +167,23 @@ const (
 		 user_id, tenant, lease_until, parent_exec_id, goal, first_step, tokens_in, tokens_out)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	upsertStepSQL = `INSERT INTO steps
-		(exec_id, step_id, idx, path, tool, status, started_at, duration_ms, attempts, output, error, kind, arguments)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		(exec_id, step_id, idx, path, tool, status, started_at, duration_ms, attempts, output, error, kind, arguments, step_exec_id)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (exec_id, step_id) DO UPDATE SET
 			idx = excluded.idx, path = excluded.path, tool = excluded.tool, status = excluded.status,
 			started_at = excluded.started_at, duration_ms = excluded.duration_ms,
 			attempts = excluded.attempts, output = excluded.output, error = excluded.error,
-			kind = excluded.kind, arguments = excluded.arguments`
+			kind = excluded.kind, arguments = excluded.arguments, step_exec_id = excluded.step_exec_id`
 	finishRunSQL = `UPDATE runs SET
 		status = ?, envelope = ?, finished_at = ?, error = ?, tokens_in = ?, tokens_out = ?,
-		duration_ms = max(0, (? - started_at) / 1000000)
+		duration_ms = max(0, (? - started_at) / 1000000),
+		step_count = CASE WHEN ? > 0 THEN ? ELSE step_count END
 		WHERE exec_id = ?`
 	// PostgreSQL's max is an aggregate; greatest is its scalar max.
 	pgFinishRunSQL = `UPDATE runs SET
 		status = ?, envelope = ?, finished_at = ?, error = ?, tokens_in = ?, tokens_out = ?,
-		duration_ms = greatest(0, (?::bigint - started_at) / 1000000)
+		duration_ms = greatest(0, (?::bigint - started_at) / 1000000),
+		step_count = CASE WHEN ?::bigint > 0 THEN ?::bigint ELSE step_count END
 		WHERE exec_id = ?`
 )
 
@@ -266,17 +270,20 @@ func (w *startRunWrite) encode() error {
 
 func (w *startRunWrite) apply(ctx context.Context, tx *sql.Tx, st *statements) error {
 	r := w.r
-	status, finishedAt, duration, envelope, errText := r.Status, r.FinishedAt, r.DurationMS, w.envelope, r.Error
+	status, finishedAt, duration, envelope, errText, steps := r.Status, r.FinishedAt, r.DurationMS, w.envelope, r.Error, r.StepCount
 	tokensIn, tokensOut := r.TokensIn, r.TokensOut
 	if f := w.finish; f != nil {
 		// What finishRunSQL would set.
 		status, finishedAt, envelope, errText = f.status, f.finishedAt, f.envelope, f.errText
 		tokensIn, tokensOut = f.tokensIn, f.tokensOut
 		duration = max(0, (f.finishedAt.UnixNano()-r.StartedAt.UnixNano())/int64(time.Millisecond))
+		if f.stepCount > 0 {
+			steps = f.stepCount
+		}
 	}
 	_, err := bind(ctx, tx, st.insertRun).ExecContext(ctx,
 		r.ExecID, r.RequestID, r.Tool, string(status), r.StartedAt.UnixNano(), nullTime(finishedAt),
-		duration, w.plan, envelope, r.StepCount, errText, w.instance, r.Owner,
+		duration, w.plan, envelope, steps, errText, w.instance, r.Owner,
 		r.UserID, r.Tenant, w.leaseUntil, r.ParentExecID, r.Goal, r.FirstStep, tokensIn, tokensOut)
 	if isConstraint(err, sqlite3.SQLITE_CONSTRAINT_UNIQUE) || isPGConstraint(err, pgUniqueViolation) {
 		return fmt.Errorf("%s: %w", w, ErrExists)
@@ -322,7 +329,7 @@ func (w *recordStepWrite) encode() error {
 func (w *recordStepWrite) apply(ctx context.Context, tx *sql.Tx, stmts *statements) error {
 	st := w.st
 	args := []any{st.ExecID, st.StepID, st.Index, st.Path, st.Tool, st.Status, nullTime(st.StartedAt),
-		st.DurationMS, st.Attempts, w.output, w.stepErr, st.Kind, w.args}
+		st.DurationMS, st.Attempts, w.output, w.stepErr, st.Kind, w.args, st.StepExecID}
 	if stmts.fence != "" {
 		args = append(args, st.ExecID, stmts.fence)
 	}
@@ -349,13 +356,14 @@ type finishRunWrite struct {
 	status     Status
 	raw        json.RawMessage // the envelope
 	finishedAt time.Time
+	stepCount  int // 0 keeps the run's
 
 	envelope            sql.NullString
 	errText             string
 	tokensIn, tokensOut int64
 }
 
-func (s *Store) finishRun(execID string, status Status, envelope json.RawMessage, finishedAt time.Time) (*finishRunWrite, error) {
+func (s *Store) finishRun(execID string, status Status, envelope json.RawMessage, finishedAt time.Time, stepCount int) (*finishRunWrite, error) {
 	if !status.valid() || status == StatusRunning {
 		return nil, fmt.Errorf("finishing run %s: status %q is not a final status", execID, status)
 	}
@@ -363,7 +371,7 @@ func (s *Store) finishRun(execID string, status Status, envelope json.RawMessage
 		finishedAt = s.now()
 	}
 	s.running.remove(execID)
-	return &finishRunWrite{id: execID, status: status, raw: envelope, finishedAt: finishedAt}, nil
+	return &finishRunWrite{id: execID, status: status, raw: envelope, finishedAt: finishedAt, stepCount: stepCount}, nil
 }
 
 func (w *finishRunWrite) String() string { return "finishing run " + w.id }
@@ -381,7 +389,7 @@ func (w *finishRunWrite) encode() error {
 
 func (w *finishRunWrite) apply(ctx context.Context, tx *sql.Tx, st *statements) error {
 	at := w.finishedAt.UnixNano()
-	args := []any{string(w.status), w.envelope, at, w.errText, w.tokensIn, w.tokensOut, at, w.id}
+	args := []any{string(w.status), w.envelope, at, w.errText, w.tokensIn, w.tokensOut, at, w.stepCount, w.stepCount, w.id}
 	if st.fence != "" {
 		args = append(args, st.fence)
 	}

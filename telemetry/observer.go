@@ -173,7 +173,7 @@ func (t *Telemetry) stepEnded(i orchestrate.StepEndedInfo) {
 	ctx := context.Background()
 	attrs := []attribute.KeyValue{AttrStatus.String(rec.Status), AttrStepType.String(rec.Type)}
 	if rec.Tool != "" {
-		attrs = append(attrs, AttrTool.String(rec.Tool))
+		attrs = append(attrs, AttrTool.String(t.toolLabel(rec.Tool)))
 	}
 	set := metric.WithAttributeSet(attribute.NewSet(attrs...))
 	t.steps.Add(ctx, 1, set)

@@ -59,8 +59,9 @@ type Telemetry struct {
 	depthRejections metric.Int64Counter
 	plannerAttempts metric.Int64Counter
 
-	mu   sync.Mutex
-	runs map[*orchestrate.RunInfo]*runSpans
+	mu    sync.Mutex
+	runs  map[*orchestrate.RunInfo]*runSpans
+	known orchestrate.Tools // the catalog whose names label metrics (Tools)
 
 	shutdown []func(context.Context) error
 }

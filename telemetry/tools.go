@@ -13,8 +13,32 @@ import (
 // Tools wraps a catalog so that every call of one of its tools by the engine
 // has a span, a child of the step's: kind client, named after the MCP
 // method, for the tools of downstream servers; internal for built-in tools.
+//
+// The names of tools is also the set metrics label steps with: a step of
+// any other tool (a client tool, whose name its caller chose, or an
+// unknown one) is counted under the tool "other", so that no caller can
+// grow the metrics' series.
 func (t *Telemetry) Tools(tools orchestrate.Tools) orchestrate.Tools {
+	t.mu.Lock()
+	t.known = tools
+	t.mu.Unlock()
 	return tracedTools{tools, t}
+}
+
+// OtherTool labels the metrics of steps whose tool is not in the catalog.
+const OtherTool = "other"
+
+// toolLabel returns the metric label of the tool name.
+func (t *Telemetry) toolLabel(name string) string {
+	t.mu.Lock()
+	known := t.known
+	t.mu.Unlock()
+	if known != nil {
+		if _, ok := known.Lookup(name); ok {
+			return name
+		}
+	}
+	return OtherTool
 }
 
 type tracedTools struct {

@@ -49,6 +49,10 @@ type IDs struct {
 	ContextID string `json:"context_id"`
 	TraceID   string `json:"trace_id"`
 	UserID    string `json:"user_id"`
+	// Owner is whose records the work's are: the authenticated caller,
+	// namespaced by how it authenticated ("static:alice",
+	// "jwt:https://issuer#alice"); "" for the machine's own callers.
+	Owner string `json:"-"`
 	// Tenant is the caller's tenant, "" without tenants: records and
 	// logs carry it, and reads are scoped by it.
 	Tenant string `json:"tenant,omitempty"`

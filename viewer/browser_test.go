@@ -538,9 +538,12 @@ func TestBrowserLargeRun(t *testing.T) {
 	b := theBrowser(t)
 	vs := startViewerServer(t)
 	ctx := t.Context()
+	// The owner of the static token alice's runs (owners are namespaced by
+	// how their caller authenticated).
+	const aliceOwner = "static:alice"
 	const n = 1000
 	start := time.Now().Add(-time.Minute)
-	if err := vs.store.StartRun(ctx, store.Run{ExecID: "large", Tool: "cli", Owner: "alice", UserID: "alice", StartedAt: start, StepCount: n,
+	if err := vs.store.StartRun(ctx, store.Run{ExecID: "large", Tool: "cli", Owner: aliceOwner, UserID: "alice", StartedAt: start, StepCount: n,
 		FirstStep: "s0 (sleep)", Plan: json.RawMessage(`{"steps":[]}`)}); err != nil {
 		t.Fatal(err)
 	}
@@ -552,17 +555,17 @@ func TestBrowserLargeRun(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := vs.store.FinishRun(ctx, "large", store.StatusSuccess, json.RawMessage(`{"artifact":{"status":"success"}}`), start.Add(n*50*time.Millisecond)); err != nil {
+	if err := vs.store.FinishRun(ctx, "large", store.StatusSuccess, json.RawMessage(`{"artifact":{"status":"success"}}`), start.Add(n*50*time.Millisecond), 0); err != nil {
 		t.Fatal(err)
 	}
-	if err := vs.store.StartRun(ctx, store.Run{ExecID: "small", Tool: "cli", Owner: "alice", UserID: "alice", StartedAt: start, StepCount: 1}); err != nil {
+	if err := vs.store.StartRun(ctx, store.Run{ExecID: "small", Tool: "cli", Owner: aliceOwner, UserID: "alice", StartedAt: start, StepCount: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if err := vs.store.RecordStep(ctx, store.StepRecord{ExecID: "small", StepID: "s0", Path: "plan.steps[0]", Kind: "tool", Tool: "sleep",
 		Status: "success", Attempts: 1, StartedAt: start, DurationMS: 40}); err != nil {
 		t.Fatal(err)
 	}
-	if err := vs.store.FinishRun(ctx, "small", store.StatusSuccess, json.RawMessage(`{"artifact":{"status":"success"}}`), start.Add(time.Second)); err != nil {
+	if err := vs.store.FinishRun(ctx, "small", store.StatusSuccess, json.RawMessage(`{"artifact":{"status":"success"}}`), start.Add(time.Second), 0); err != nil {
 		t.Fatal(err)
 	}
 	tab := b.tab(t)

@@ -101,7 +101,7 @@ func seed(t testing.TB, st *store.Store, id, owner string, at time.Time, status 
 		t.Fatal(err)
 	}
 	if status != store.StatusRunning {
-		if err := st.FinishRun(ctx, id, status, json.RawMessage(`{"artifact":{"status":"`+string(status)+`"}}`), at.Add(10*time.Millisecond)); err != nil {
+		if err := st.FinishRun(ctx, id, status, json.RawMessage(`{"artifact":{"status":"`+string(status)+`"}}`), at.Add(10*time.Millisecond), 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -453,7 +453,7 @@ func BenchmarkRunPage(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	if err := st.FinishRun(ctx, "large", store.StatusSuccess, json.RawMessage(`{}`), start.Add(time.Minute)); err != nil {
+	if err := st.FinishRun(ctx, "large", store.StatusSuccess, json.RawMessage(`{}`), start.Add(time.Minute), 0); err != nil {
 		b.Fatal(err)
 	}
 	h := newViewer(b, st, false)

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/orchestra-mcp/orchestra/internal/timeline"
 	"github.com/orchestra-mcp/orchestra/store"
 )
 
@@ -72,7 +73,7 @@ var funcs = template.FuncMap{
 		return t.UTC().Format("2006-01-02 15:04:05Z")
 	},
 	"iso": func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) },
-	"ms":  formatMS,
+	"ms":  timeline.FormatMS,
 	"px":  func(f float64) string { return strconv.FormatFloat(f, 'f', 2, 64) },
 	"kb": func(n int) string {
 		if n < 10<<10 {
@@ -238,9 +239,9 @@ func (v *Viewer) runsRow(run *store.Run, now time.Time) runsRow {
 func runDuration(run *store.Run, now time.Time) string {
 	switch {
 	case run.Status == store.StatusRunning || run.Status == store.StatusPaused:
-		return formatMS(now.Sub(run.StartedAt).Milliseconds()) + " so far"
+		return timeline.FormatMS(now.Sub(run.StartedAt).Milliseconds()) + " so far"
 	case run.FinishedAt.IsZero():
 		return ""
 	}
-	return formatMS(run.DurationMS)
+	return timeline.FormatMS(run.DurationMS)
 }

@@ -1,15 +1,14 @@
 package viewer
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
+	"github.com/orchestra-mcp/orchestra/internal/textcut"
+	"github.com/orchestra-mcp/orchestra/internal/timeline"
 	"github.com/orchestra-mcp/orchestra/store"
 )
 
@@ -88,26 +87,23 @@ type runTree struct {
 func buildChart(t *runTree, pauses []store.PauseEvent, now time.Time) *chart {
 	c := &chart{LabelWidth: labelWidth, PlotWidth: plotWidth, PlotTop: axisHeight, Start: t.run.StartedAt}
 	end := runEnd(t, now)
-	c.Span = max(end.Sub(c.Start), time.Millisecond)
-	scale := float64(plotWidth) / float64(c.Span)
-	xOf := func(at time.Time) float64 { return labelWidth + math.Max(0, float64(at.Sub(c.Start))*scale) }
+	axis := timeline.NewAxis(c.Start, end)
+	c.Span = axis.Span
+	xOf := func(at time.Time) float64 { return labelWidth + axis.Pos(at)*plotWidth }
 
 	var add func(t *runTree, depth int)
 	add = func(t *runTree, depth int) {
 		unmatched := slices.Clone(t.children)
-		for _, n := range orderSteps(t.steps) {
-			st := n.step
+		spans := spansOf(t.steps)
+		for _, n := range timeline.Order(spans) {
+			st := t.steps[n.I]
 			r := chartRow{Label: st.StepID, Kind: st.Kind, Status: st.Status, Run: t.run.ExecID, Step: st.StepID,
-				LabelX: 8 + (depth+n.depth)*indent, Attempts: st.Attempts, BarH: barHeight}
+				LabelX: 8 + (depth+n.Depth)*indent, Attempts: st.Attempts, BarH: barHeight}
 			r.Note = stepNote(st)
-			if !st.StartedAt.IsZero() {
+			if from, to, ok := axis.Bar(spans[n.I]); ok {
 				r.Bar = true
-				r.X = xOf(st.StartedAt)
-				stepEnd := st.StartedAt.Add(time.Duration(st.DurationMS) * time.Millisecond)
-				if st.Status == "running" {
-					stepEnd = end
-				}
-				r.W = math.Max(minBar, xOf(stepEnd)-r.X)
+				r.X = labelWidth + from*plotWidth
+				r.W = math.Max(minBar, (to-from)*plotWidth)
 				if st.Kind == "parallel" || st.Kind == "for_each" {
 					r.BarH = barHeight / 2
 				}
@@ -115,7 +111,7 @@ func buildChart(t *runTree, pauses []store.PauseEvent, now time.Time) *chart {
 			r.Title = stepTitle(st, t.run.ExecID != "" && t.run.ParentExecID != "")
 			c.Rows = append(c.Rows, r)
 			if child := takeChild(&unmatched, st); child != nil {
-				add(child, depth+n.depth+1)
+				add(child, depth+n.Depth+1)
 			}
 		}
 		for _, child := range unmatched {
@@ -134,14 +130,24 @@ func buildChart(t *runTree, pauses []store.PauseEvent, now time.Time) *chart {
 		r.TextY = r.Y + rowHeight/2 + 4
 		r.BarY = r.Y + (rowHeight-r.BarH)/2
 		r.TailX = r.X + r.W + 4
-		r.Label, r.Note = shorten(r.Label, 32), shorten(r.Note, 28)
+		r.Label, r.Note = textcut.Ellipsis(r.Label, 32), textcut.Ellipsis(r.Note, 28)
 	}
 	c.PlotHeight = max(len(c.Rows), 1) * rowHeight
 	c.Height = axisHeight + c.PlotHeight + 8
 	c.Width = labelWidth + plotWidth + tailWidth
-	c.Ticks = ticks(c.Span, scale)
+	c.Ticks = ticks(c.Span, plotWidth/float64(c.Span))
 	c.Pauses = pauseBands(pauses, end, xOf)
 	return c
+}
+
+// spansOf gives the timeline the steps of a run.
+func spansOf(steps []store.StepRecord) []timeline.Step {
+	out := make([]timeline.Step, len(steps))
+	for i, st := range steps {
+		out[i] = timeline.Step{Path: st.Path, Index: st.Index, Start: st.StartedAt,
+			Duration: time.Duration(st.DurationMS) * time.Millisecond, Running: st.Status == "running"}
+	}
+	return out
 }
 
 // runEnd is where the chart's time axis ends: the run's end, or now while
@@ -154,87 +160,13 @@ func runEnd(t *runTree, now time.Time) time.Time {
 	if t.run.Status == store.StatusRunning || t.run.Status == store.StatusPaused {
 		end = now
 	}
-	for _, st := range t.steps {
-		if !st.StartedAt.IsZero() {
-			if e := st.StartedAt.Add(time.Duration(st.DurationMS) * time.Millisecond); e.After(end) {
-				end = e
-			}
-		}
-	}
+	end = timeline.Latest(end, spansOf(t.steps))
 	for _, child := range t.children {
 		if e := runEnd(child, now); e.After(end) {
 			end = e
 		}
 	}
 	return end
-}
-
-// stepNode is a step in plan order with its nesting depth.
-type stepNode struct {
-	step  store.StepRecord
-	depth int
-}
-
-// orderSteps puts steps in plan order, each group's children and each
-// loop's iterations after it in their own order (numerically: do[10]
-// after do[9]), from their paths, such as plan.steps[1].do[0].
-func orderSteps(steps []store.StepRecord) []stepNode {
-	type parsed struct {
-		st   store.StepRecord
-		segs []pathSeg
-	}
-	ps := make([]parsed, len(steps))
-	for i, st := range steps {
-		ps[i] = parsed{st, parsePath(st.Path)}
-	}
-	slices.SortStableFunc(ps, func(a, b parsed) int {
-		if c := cmp.Compare(a.st.Index, b.st.Index); c != 0 {
-			return c
-		}
-		for i := 0; i < len(a.segs) && i < len(b.segs); i++ {
-			if c := cmp.Compare(a.segs[i].name, b.segs[i].name); c != 0 {
-				return c
-			}
-			if c := cmp.Compare(a.segs[i].n, b.segs[i].n); c != 0 {
-				return c
-			}
-		}
-		return cmp.Compare(len(a.segs), len(b.segs))
-	})
-	out := make([]stepNode, len(ps))
-	for i, p := range ps {
-		depth := 0
-		for _, s := range p.segs {
-			if s.name == "parallel" || s.name == "do" {
-				depth++
-			}
-		}
-		out[i] = stepNode{p.st, depth}
-	}
-	return out
-}
-
-// pathSeg is one segment of a step's path: name[n].
-type pathSeg struct {
-	name string
-	n    int
-}
-
-// parsePath splits plan.steps[1].parallel[0] into its indexed segments.
-func parsePath(path string) []pathSeg {
-	var segs []pathSeg
-	for _, part := range strings.Split(path, ".") {
-		name, rest, ok := strings.Cut(part, "[")
-		if !ok {
-			continue
-		}
-		n, err := strconv.Atoi(strings.TrimSuffix(rest, "]"))
-		if err != nil {
-			continue
-		}
-		segs = append(segs, pathSeg{name, n})
-	}
-	return segs
 }
 
 // takeChild removes from children and returns the run that step st
@@ -288,7 +220,7 @@ func stepTitle(st store.StepRecord, inAgent bool) string {
 	}
 	b.WriteString(" · " + st.Status)
 	if !st.StartedAt.IsZero() {
-		fmt.Fprintf(&b, " · %s", formatMS(st.DurationMS))
+		fmt.Fprintf(&b, " · %s", timeline.FormatMS(st.DurationMS))
 	}
 	if st.Attempts > 1 {
 		fmt.Fprintf(&b, " · %d attempts", st.Attempts)
@@ -305,7 +237,7 @@ func ticks(span time.Duration, scale float64) []tick {
 	step := niceStep(ms / 8)
 	var out []tick
 	for v := 0.0; v <= ms+step/1000; v += step {
-		out = append(out, tick{X: labelWidth + v*float64(time.Millisecond)*scale, Label: formatMS(int64(math.Round(v)))})
+		out = append(out, tick{X: labelWidth + v*float64(time.Millisecond)*scale, Label: timeline.FormatMS(int64(math.Round(v)))})
 	}
 	return out
 }
@@ -338,28 +270,9 @@ func pauseBands(events []store.PauseEvent, end time.Time, xOf func(time.Time) fl
 		}
 		x := xOf(ev.At)
 		out = append(out, band{X: x, W: math.Max(minBar, xOf(until)-x),
-			Title: fmt.Sprintf("paused for the client's results for %s (%s)", formatMS(until.Sub(ev.At).Milliseconds()), how)})
+			Title: fmt.Sprintf("paused for the client's results for %s (%s)", timeline.FormatMS(until.Sub(ev.At).Milliseconds()), how)})
 	}
 	return out
-}
-
-// formatMS says a duration in milliseconds for a person.
-func formatMS(ms int64) string {
-	switch {
-	case ms < 1000:
-		return strconv.FormatInt(ms, 10) + " ms"
-	case ms < 60_000:
-		return strconv.FormatFloat(float64(ms)/1000, 'f', -1, 64) + " s"
-	}
-	return (time.Duration(ms) * time.Millisecond).Round(time.Second).String()
-}
-
-// shorten cuts s to n characters, with an ellipsis.
-func shorten(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	return string([]rune(s)[:n-1]) + "…"
 }
 
 // shortID is the first part of an exec id.

@@ -11,38 +11,6 @@ import (
 	"github.com/orchestra-mcp/orchestra/store"
 )
 
-// TestOrderSteps puts steps in plan order: groups' children and loops'
-// iterations after them, numerically (do[10] after do[9]), whatever order
-// the store read them in.
-func TestOrderSteps(t *testing.T) {
-	var steps []store.StepRecord
-	add := func(id string, idx int, path string) {
-		steps = append(steps, store.StepRecord{StepID: id, Index: idx, Path: path})
-	}
-	add("last", 10, "plan.steps[10]")
-	add("it10", 1, "plan.steps[1].do[10]")
-	add("it2", 1, "plan.steps[1].do[2]")
-	add("loop", 1, "plan.steps[1]")
-	add("first", 0, "plan.steps[0]")
-	add("g-b", 2, "plan.steps[2].parallel[1]")
-	add("g", 2, "plan.steps[2]")
-	add("g-a-x", 2, "plan.steps[2].parallel[0].parallel[0]")
-	add("g-a", 2, "plan.steps[2].parallel[0]")
-	var got []string
-	var depths []int
-	for _, n := range orderSteps(steps) {
-		got = append(got, n.step.StepID)
-		depths = append(depths, n.depth)
-	}
-	want := []string{"first", "loop", "it2", "it10", "g", "g-a", "g-a-x", "g-b", "last"}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("order (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff([]int{0, 0, 1, 1, 0, 1, 2, 1, 0}, depths); diff != "" {
-		t.Errorf("depths (-want +got):\n%s", diff)
-	}
-}
-
 // TestBuildChart scales bars to real time on an axis from the run's start
 // to its end, nests an agent's run under its step (a loop's iterations
 // each under theirs), draws unmatched runs after the steps, and pauses as

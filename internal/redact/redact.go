@@ -1,5 +1,7 @@
-// Package redact cuts known secret values out of text before it leaves
-// the process: logs, error messages, records.
+// Package redact cuts secrets out of text before it leaves the process:
+// logs, error messages, records. The secrets are the values it is given,
+// and, in any URL, the user information and the values of the query
+// parameters named like credentials (SecretParamWords, SecretParamNames).
 //
 //	s := redact.New("hunter2-token", os.Getenv("API_KEY"))
 //	msg := s.String("401: bad key hunter2-token") // "401: bad key [REDACTED]"
@@ -34,14 +36,16 @@ func New(values ...string) Secrets {
 	return s
 }
 
-// String returns text with every secret replaced by Marker.
+// String returns text with every secret replaced by Marker, and the
+// credentials of the URLs in it too ([URLs]), whether they are known
+// secrets or not.
 func (s Secrets) String(text string) string {
 	for _, sec := range s {
 		if strings.Contains(text, sec) {
 			text = strings.ReplaceAll(text, sec, Marker)
 		}
 	}
-	return text
+	return URLs(text)
 }
 
 // Error returns err with its message redacted, still wrapping err; err

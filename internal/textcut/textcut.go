@@ -2,6 +2,8 @@
 // UTF-8 character in two.
 package textcut
 
+import "unicode/utf8"
+
 // Marker ends text that [Truncate] shortened.
 const Marker = "... (truncated)"
 
@@ -21,4 +23,13 @@ func Truncate(s string, n int) string {
 		return s
 	}
 	return s[:Index(s, n)] + Marker
+}
+
+// Ellipsis returns s when it has at most n characters, else its first
+// n-1 characters and "…", for labels that must fit a column.
+func Ellipsis(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:max(n-1, 0)]) + "…"
 }

@@ -38,3 +38,20 @@ func TestIndexBytes(t *testing.T) {
 		}
 	}
 }
+
+func TestEllipsis(t *testing.T) {
+	for _, c := range []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"exactly", 7, "exactly"},
+		{"a longer label", 8, "a longe…"},
+		{"ééééé", 3, "éé…"},
+	} {
+		if got := Ellipsis(c.s, c.n); got != c.want {
+			t.Errorf("Ellipsis(%q, %d) = %q, want %q", c.s, c.n, got, c.want)
+		}
+	}
+}

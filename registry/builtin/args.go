@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/orchestra-mcp/orchestra/internal/bytesize"
+	"github.com/orchestra-mcp/orchestra/internal/jsongate"
 	"github.com/orchestra-mcp/orchestra/registry"
 	"github.com/orchestra-mcp/orchestra/schemas"
 )
@@ -165,8 +166,13 @@ func normalizeJSON(v any) (any, error) {
 	return normalizeJSON(out)
 }
 
-// decodeJSON decodes data into v with numbers as json.Number.
+// decodeJSON decodes data into v with numbers as json.Number, once it has
+// passed the decoding gate's default nesting and value limits: a worker's
+// output or a fetched body may nest deeper than clients parse.
 func decodeJSON(data []byte, v any) error {
+	if err := jsongate.Default(0).Check(data); err != nil {
+		return fmt.Errorf("the JSON %w", err)
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	return dec.Decode(v)

@@ -75,8 +75,8 @@ func (ev *evaluator) run(ctx context.Context, name string, cpu time.Duration, pa
 // workers fairly: the authenticated user, else the client's session.
 func caller(ctx context.Context) string {
 	ids, _ := toolcontext.IDsFrom(ctx)
-	if ids.UserID != "" {
-		return "user:" + ids.UserID
+	if ids.Owner != "" {
+		return "owner:" + ids.Owner
 	}
 	if ids.ContextID != "" {
 		return "session:" + ids.ContextID

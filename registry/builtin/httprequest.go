@@ -261,10 +261,10 @@ func (h *httpTool) call(ctx context.Context, args map[string]any) (*registry.Res
 		out["body_encoding"] = "base64"
 	}
 	if !truncated && len(body) > 0 && isJSONContentType(resp.Header.Get("Content-Type")) {
-		dec := json.NewDecoder(bytes.NewReader(body))
-		dec.UseNumber()
+		// Decoded only within the decoding gate's limits; the text is
+		// there either way.
 		var v any
-		if err := dec.Decode(&v); err == nil {
+		if err := decodeJSON(body, &v); err == nil {
 			if v, err = normalizeJSON(v); err == nil {
 				out["json"] = v
 			}

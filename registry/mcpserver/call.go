@@ -15,6 +15,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/orchestra-mcp/orchestra/registry"
+	"github.com/orchestra-mcp/orchestra/schemas"
 	"github.com/orchestra-mcp/orchestra/toolcontext"
 )
 
@@ -25,7 +26,7 @@ const progressGrace = time.Second
 // caller returns the Call of the catalog tool name, which is the tool
 // called tool on the server. out, when not nil, is the resolved output
 // schema that structured results must match.
-func (s *server) caller(name, tool string, out *jsonschema.Resolved) registry.CallFunc {
+func (s *server) caller(name, tool string, out *jsonschema.Schema) registry.CallFunc {
 	call := s.call(name, tool, out)
 	return func(ctx context.Context, req *registry.CallRequest) (*registry.Result, error) {
 		res, err := call(ctx, req)
@@ -33,7 +34,7 @@ func (s *server) caller(name, tool string, out *jsonschema.Resolved) registry.Ca
 	}
 }
 
-func (s *server) call(name, tool string, out *jsonschema.Resolved) registry.CallFunc {
+func (s *server) call(name, tool string, out *jsonschema.Schema) registry.CallFunc {
 	return func(ctx context.Context, req *registry.CallRequest) (*registry.Result, error) {
 		c, why := s.current()
 		if c == nil {
@@ -76,7 +77,7 @@ func (s *server) call(name, tool string, out *jsonschema.Resolved) registry.Call
 			}
 		}
 		if out != nil && !res.IsError && res.StructuredContent != nil {
-			if err := out.Validate(res.StructuredContent); err != nil {
+			if err := schemas.ValidateValue(out, res.StructuredContent); err != nil {
 				return nil, fmt.Errorf("calling %s: the server returned structuredContent that does not match the tool's outputSchema: %w", name, err)
 			}
 		}

@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/orchestra-mcp/orchestra/internal/jsongate"
 )
 
 // What a downstream server sends is read through a filter before the MCP
@@ -34,6 +36,23 @@ const oversizeCode = -32001
 // oversized response with the given id.
 func oversizeError(id []byte, limit int64) []byte {
 	msg, _ := json.Marshal(fmt.Sprintf("the server's response is larger than %d bytes, the limit (limits.max_downstream_response_bytes in the configuration file); ask the tool for less", limit))
+	return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":%s}}`, id, oversizeCode, msg)
+}
+
+// downstreamGate bounds the nesting and the values of one message from a
+// downstream server with the decoding gate, before the SDK decodes it: a
+// response within the byte limit may still nest past what clients parse,
+// or hold millions of values that decode to far more memory than its
+// bytes. The element bound grows with the byte limit (one value per 8
+// bytes), never below the gate's default.
+func downstreamGate(limit int64) jsongate.Limits {
+	return jsongate.Limits{Depth: jsongate.DefaultDepth, Elements: int(max(jsongate.DefaultElements, limit/8))}
+}
+
+// gateError is the JSON-RPC error response that stands for a response
+// with the given id that the decoding gate refused.
+func gateError(id []byte, err error) []byte {
+	msg, _ := json.Marshal(fmt.Sprintf("the server's response %v, past what orchestra decodes from a downstream server (the element limit is one value per 8 bytes of limits.max_downstream_response_bytes); ask the tool for less", err))
 	return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":%s}}`, id, oversizeCode, msg)
 }
 
@@ -214,7 +233,11 @@ func (f *lineFilter) next() error {
 		chunk, err := f.r.ReadSlice('\n')
 		switch {
 		case oversize:
-			scan.write(chunk)
+			// Only the id is wanted of an oversized message: once it
+			// has streamed by, the rest is skipped, not scanned.
+			if len(scan.id) == 0 {
+				scan.write(chunk)
+			}
 		case int64(len(f.line)+len(chunk)) > f.limit+frameSlack:
 			oversize = true
 			scan.write(f.line)
@@ -252,6 +275,14 @@ func (f *lineFilter) next() error {
 		if len(scan.id) == 0 && len(scan.method) > 0 && !f.notes.allow(scan.method) {
 			return nil
 		}
+	}
+	if err := downstreamGate(f.limit).Check(line); err != nil {
+		if len(scan.id) == 0 {
+			f.drop("a message past the decoding gate's limits, without an id", nil)
+			return nil
+		}
+		f.out = append(gateError(scan.id, err), '\n')
+		return nil
 	}
 	f.out = append(f.line[:0:0], f.line...)
 	if f.out[len(f.out)-1] != '\n' {
@@ -334,6 +365,11 @@ func (t *limitTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 				return nil, fmt.Errorf("the server's response is larger than %d bytes, the limit (limits.max_downstream_response_bytes)", t.limit)
 			}
 			data = oversizeError(id, t.limit)
+		} else if err := downstreamGate(t.limit).Check(data); err != nil {
+			if len(id) == 0 {
+				return nil, fmt.Errorf("the server's response %w; ask the tool for less", err)
+			}
+			data = gateError(id, err)
 		}
 		resp.Body = io.NopCloser(bytes.NewReader(data))
 		resp.ContentLength = int64(len(data))
@@ -451,6 +487,20 @@ func (f *sseFilter) next() error {
 		return nil
 	}
 	if len(scan.id) == 0 && len(scan.method) > 0 && !f.notes.allow(scan.method) {
+		return nil
+	}
+	if err := downstreamGate(f.limit).Check(f.event); err != nil {
+		id := scan.id
+		if len(id) == 0 {
+			id = f.callID
+		}
+		if len(id) == 0 {
+			if f.onDrop != nil {
+				f.onDrop("an event past the decoding gate's limits, without an id", nil)
+			}
+			return nil
+		}
+		f.out = fmt.Appendf(f.out, "event: message\ndata: %s\n\n", gateError(id, err))
 		return nil
 	}
 	f.out = append(append(f.out, f.event...), '\n')

@@ -331,6 +331,13 @@ func TestCrashMidCall(t *testing.T) {
 	if !strings.Contains(env.logs.String(), "downstream server stopped; restarting") {
 		t.Error("the log does not say the server stopped")
 	}
+	// Connecting at start is routine (debug); coming back is news (info).
+	eventually(t, 10*time.Second, "the log to say the server is back", func() bool {
+		return strings.Contains(env.logs.String(), `level=INFO msg="downstream server connected"`)
+	})
+	if n := strings.Count(env.logs.String(), `level=DEBUG msg="downstream server connected"`); n != 1 {
+		t.Errorf("the first connection logged %d times at debug, want once:\n%s", n, env.logs.String())
+	}
 }
 
 func TestCallWhileDown(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/orchestra-mcp/orchestra/internal/schemaload"
 	"github.com/orchestra-mcp/orchestra/schemas"
 )
 
@@ -38,7 +39,8 @@ import (
 //     are read as draft-07 and unknown ones as 2020-12.
 //
 // A nil raw value yields a nil schema and no error. A schema that still does
-// not resolve is an error saying why.
+// not resolve, or that the schema loader (internal/schemaload) refuses, is
+// an error saying why.
 func NormalizeSchema(raw any) (*jsonschema.Schema, error) {
 	if raw == nil {
 		return nil, nil
@@ -86,18 +88,10 @@ func NormalizeSchema(raw any) (*jsonschema.Schema, error) {
 		root["type"] = "object"
 	}
 
-	data, err := json.Marshal(root)
-	if err != nil {
-		return nil, fmt.Errorf("encoding schema: %w", err)
-	}
-	var s jsonschema.Schema
-	if err := json.Unmarshal(data, &s); err != nil {
-		return nil, fmt.Errorf("reading schema: %w", err)
-	}
-	if _, err := s.Resolve(nil); err != nil {
-		return nil, fmt.Errorf("resolving schema: %w", err)
-	}
-	return &s, nil
+	// The repaired schema enters through the loader, as every schema from
+	// outside does: bounded, its references resolved, refused when a walk
+	// of it could not end.
+	return schemaload.Load("", root, schemaload.DefaultLimits())
 }
 
 // isObjectSchema reports whether s describes JSON objects only (possibly

@@ -129,7 +129,24 @@ func TestNormalizeSchema(t *testing.T) {
 		{
 			name:    "dangling local ref cannot be used",
 			raw:     `{"type":"object","properties":{"x":{"$ref":"#/definitions/missing"}}}`,
-			wantErr: "resolving schema",
+			wantErr: `$ref "#/definitions/missing" points at nothing`,
+		},
+		// A downstream server's hostile schemas: a walk of any of them
+		// overflowed the stack and killed the process.
+		{
+			name:    "an object schema that refers to itself",
+			raw:     `{"type":"object","$ref":"#"}`,
+			wantErr: "refers to itself",
+		},
+		{
+			name:    "a $defs cycle",
+			raw:     `{"type":"object","$defs":{"a":{"$ref":"#/$defs/b"},"b":{"$ref":"#/$defs/a"}},"properties":{"v":{"$ref":"#/$defs/a"}}}`,
+			wantErr: "refers to itself",
+		},
+		{
+			name:    "allOf naming the schema itself",
+			raw:     `{"type":"object","allOf":[{"$ref":"#"}]}`,
+			wantErr: "refers to itself",
 		},
 		{
 			name:    "false accepts nothing",

@@ -133,6 +133,9 @@ func (s *server) run(ctx context.Context, first chan struct{}) {
 
 	min, max := s.m.opts.RetryBackoffMin, s.m.opts.RetryBackoffMax
 	backoff := min
+	// Connecting at start is routine; connecting again after a failure
+	// or a restart is news.
+	connected := slog.LevelDebug
 	for {
 		start := time.Now()
 		c, err := s.connect(ctx)
@@ -149,6 +152,7 @@ func (s *server) run(ctx context.Context, first chan struct{}) {
 			s.setStateLocked(StateFailed, err)
 			s.mu.Unlock()
 			s.log.Warn("downstream server failed to start", "error", err, "retry_in", backoff)
+			connected = slog.LevelInfo
 			firstDone()
 			if !sleepCtx(ctx, backoff) {
 				return
@@ -166,7 +170,8 @@ func (s *server) run(ctx context.Context, first chan struct{}) {
 		if c.cmd != nil {
 			attrs = append(attrs, "pid", c.cmd.Process.Pid)
 		}
-		s.log.Info("downstream server connected", attrs...)
+		s.log.Log(ctx, connected, "downstream server connected", attrs...)
+		connected = slog.LevelInfo
 		firstDone()
 
 		reason := s.serve(ctx, c)
@@ -382,12 +387,9 @@ func (s *server) tool(t *mcp.Tool) registry.Tool {
 		in = &jsonschema.Schema{Type: "object"}
 	}
 	out, err := NormalizeSchema(t.OutputSchema)
-	var resolvedOut *jsonschema.Resolved
 	if err != nil {
 		problems = append(problems, "outputSchema: "+err.Error())
 		out = nil
-	} else if out != nil {
-		resolvedOut, _ = out.Resolve(nil) // NormalizeSchema checked that it resolves
 	}
 	title := t.Title
 	if title == "" && t.Annotations != nil {
@@ -403,7 +405,7 @@ func (s *server) tool(t *mcp.Tool) registry.Tool {
 		Mode:          registry.ServerFinal,
 		Source:        s.name,
 		SchemaProblem: strings.Join(problems, "; "),
-		Call:          s.caller(name, t.Name, resolvedOut),
+		Call:          s.caller(name, t.Name, out),
 	}
 }
 

@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -54,7 +53,7 @@ func LoadTokens(cfg config.Auth, tenants *tenancy.Table, lookup func(string) (st
 		tokens = append(tokens, strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' || r == '\t' || r == '\r' })...)
 	}
 	if cfg.TokensFile != "" {
-		data, err := os.ReadFile(cfg.TokensFile)
+		data, err := config.ReadFile(cfg.TokensFile)
 		if err != nil {
 			return nil, fmt.Errorf("server.auth.tokens_file: %w", err)
 		}
@@ -130,7 +129,14 @@ func bearer(r *http.Request) (string, bool) {
 // Accepted requests carry the SDK's token info: its user id is the
 // caller's (a token's name, a JWT's sub), which ties a session to the
 // caller that opened it, and its Extra holds the caller's tenant.
-func (s *Tokens) RequireToken(next http.Handler) http.Handler {
+//
+// failures, when set, is a per-address limit on requests that fail
+// authentication: a request from an address whose bucket is spent is
+// refused (429) before its credential is verified, unless it is a static
+// token (checked at no cost), and each refused credential takes a token.
+// Nothing is kept per credential before it verifies, so a stream of
+// made-up tokens costs one bucket per address.
+func (s *Tokens) RequireToken(next http.Handler, failures *RateLimiter) http.Handler {
 	verify := func(_ context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
 		if ti, ok := r.Context().Value(verifiedKey{}).(*auth.TokenInfo); ok {
 			return ti, nil
@@ -139,8 +145,23 @@ func (s *Tokens) RequireToken(next http.Handler) http.Handler {
 	}
 	inner := auth.RequireBearerToken(verify, nil)(next)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		addr := addrKey(r)
 		token, ok := bearer(r)
+		if failures != nil && !(ok && s.match(token)) {
+			// A static token is checked at no cost; anything else waits
+			// for its address's failures to allow it.
+			if spent, wait := failures.spent(addr); spent {
+				failures.refuse(w, wait)
+				return
+			}
+		}
+		failed := func() {
+			if failures != nil {
+				failures.allow(addr)
+			}
+		}
 		if !ok {
+			failed()
 			s.challenge(w, r, http.StatusUnauthorized, "", "authentication required: send the header \"Authorization: Bearer TOKEN\" with a token listed in server.auth (tokens_env, tokens_file or tokens) of the server's configuration"+s.jwtHint())
 			return
 		}
@@ -148,6 +169,7 @@ func (s *Tokens) RequireToken(next http.Handler) http.Handler {
 		var ae *authError
 		switch {
 		case errors.As(err, &ae):
+			failed()
 			s.challenge(w, r, ae.status, ae.code, ae.msg)
 			return
 		case err != nil:
@@ -171,14 +193,54 @@ type authError struct {
 
 func (e *authError) Error() string { return e.msg }
 
+// Owners are namespaced by how the caller authenticated: the owner of a
+// static token's runs is "static:" and its name, that of a JWT's
+// "jwt:" and its issuer, "#" and its sub (an issuer identifier has no
+// fragment). No JWT can name a static token's owner, whatever its sub.
+// The owner is the token info's UserID, which scopes records, pauses and
+// insights and ties HTTP sessions; the user id shown (_metadata.user_id,
+// the records' user_id) stays the name or the sub, under userKey.
+func staticOwner(name string) string { return "static:" + name }
+
+func jwtOwner(issuer, sub string) string { return "jwt:" + issuer + "#" + sub }
+
+// LegacyOwner returns the namespaced owner of records written before
+// owners were namespaced, when the configuration tells which kind of
+// caller the bare name was: a static token's name when no JWT is
+// accepted, a JWT's sub when the name is no static token's. A name that
+// could be either is left as it is (ok false): no authenticated caller
+// sees those records any more, the machine's own callers still do.
+func (s *Tokens) LegacyOwner(name string) (owner string, ok bool) {
+	static := slices.ContainsFunc(s.static, func(t staticToken) bool { return t.name == name })
+	switch {
+	case static && s.jwt == nil:
+		return staticOwner(name), true
+	case !static && s.jwt != nil:
+		return jwtOwner(s.jwt.cfg.Issuer, name), true
+	}
+	return "", false
+}
+
+// userKey is the key of auth.TokenInfo.Extra that holds the caller's user
+// id as shown: a static token's name, a JWT's sub.
+const userKey = "orchestra/user"
+
+// UserOf returns the user id shown for the caller of ti.
+func UserOf(ti *auth.TokenInfo) string {
+	if u, ok := ti.Extra[userKey].(string); ok {
+		return u
+	}
+	return ti.UserID
+}
+
 // Verify returns the token info of token: a static token's, or a JWT's
 // (with its tenant when tenants are configured). It is how a caller is
 // authenticated at /mcp and in the web viewer.
 func (s *Tokens) Verify(ctx context.Context, token string) (*auth.TokenInfo, error) {
 	if name, ok := s.lookup(token); ok {
-		ti := &auth.TokenInfo{UserID: name, Scopes: s.scopes, Expiration: time.Now().Add(24 * time.Hour)}
+		ti := &auth.TokenInfo{UserID: staticOwner(name), Scopes: s.scopes, Expiration: time.Now().Add(24 * time.Hour), Extra: map[string]any{userKey: name}}
 		if s.tenants != nil {
-			ti.Extra = map[string]any{tenancy.Key: s.tenants.ForToken(name)}
+			ti.Extra[tenancy.Key] = s.tenants.ForToken(name)
 		}
 		return ti, nil
 	}
@@ -199,7 +261,7 @@ func (s *Tokens) Verify(ctx context.Context, token string) (*auth.TokenInfo, err
 		if !ok {
 			return nil, &authError{http.StatusForbidden, "insufficient_scope", "the access token's claims match no tenant of the server's configuration"}
 		}
-		ti.Extra = map[string]any{tenancy.Key: t}
+		ti.Extra[tenancy.Key] = t
 	}
 	return ti, nil
 }

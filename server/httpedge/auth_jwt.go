@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math/big"
 	"net/http"
 	"strings"
@@ -22,6 +21,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
 	"github.com/orchestra-mcp/orchestra/config"
+	"github.com/orchestra-mcp/orchestra/internal/jsongate"
 )
 
 // jwtVerifier checks OAuth access tokens (JWTs) against the issuer's keys,
@@ -93,7 +93,7 @@ func (v *jwtVerifier) verify(ctx context.Context, token string) (*auth.TokenInfo
 	if sub == "" {
 		return nil, nil, &authError{http.StatusUnauthorized, "invalid_token", "the access token is not accepted: it has no sub"}
 	}
-	ti := &auth.TokenInfo{UserID: sub, Scopes: scopesOf(claims)}
+	ti := &auth.TokenInfo{UserID: jwtOwner(v.cfg.Issuer, sub), Scopes: scopesOf(claims), Extra: map[string]any{userKey: sub}}
 	if exp, err := claims.GetExpirationTime(); err == nil && exp != nil {
 		ti.Expiration = exp.Time
 	}
@@ -212,7 +212,12 @@ func (v *jwtVerifier) fetch(ctx context.Context) (map[string]any, error) {
 	var set struct {
 		Keys []jwk `json:"keys"`
 	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, jwksMaxBytes)).Decode(&set); err != nil {
+	// The key set passes the decoding gate: a key set is a few kilobytes.
+	data, err := jsongate.Limits{Bytes: jwksMaxBytes, Depth: 16, Elements: 10_000}.ReadAll(resp.Body)
+	if err == nil {
+		err = json.Unmarshal(data, &set)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("reading the issuer's keys from %s: %w", v.cfg.JWKSURL, err)
 	}
 	keys := map[string]any{}

@@ -105,7 +105,7 @@ func TestJWTResourceServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", tokens.RequireToken(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})))
+	mux.Handle("/mcp", tokens.RequireToken(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), nil))
 	mux.Handle(ProtectedResourcePath, ProtectedResourceHandler(*cfg.JWT))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
@@ -240,6 +240,7 @@ func TestJWTTenantByClaims(t *testing.T) {
 	s.tenants = tenancy.NewTable(map[string]config.Tenant{
 		"partners": {Match: config.TenantMatch{Claims: map[string]string{"org": "partner-co"}}},
 		"admins":   {Match: config.TenantMatch{Claims: map[string]string{"groups": "admin"}}},
+		"scoped":   {Match: config.TenantMatch{Claims: map[string]string{"scope": "tenant:scoped"}}},
 	})
 	for _, tc := range []struct {
 		claim  func(jwt.MapClaims)
@@ -248,6 +249,12 @@ func TestJWTTenantByClaims(t *testing.T) {
 		{func(c jwt.MapClaims) { c["org"] = "partner-co" }, "partners"},
 		{func(c jwt.MapClaims) { c["groups"] = []any{"dev", "admin"} }, "admins"},
 		{func(c jwt.MapClaims) { c["org"] = "someone-else" }, ""},
+		// A claim matches as a whole: a space-separated string is one
+		// value, except for the scope-like claims.
+		{func(c jwt.MapClaims) { c["org"] = "evil partner-co" }, ""},
+		{func(c jwt.MapClaims) { c["groups"] = "dev admin" }, ""},
+		{func(c jwt.MapClaims) { c["scope"] = "orchestra:run tenant:scoped" }, "scoped"},
+		{func(c jwt.MapClaims) { c["scope"] = "orchestra:run tenant:scoped-not" }, ""},
 	} {
 		ti, err := s.Verify(context.Background(), sign(t, "k1", k1, claims(tc.claim)))
 		if tc.tenant == "" {
@@ -256,7 +263,7 @@ func TestJWTTenantByClaims(t *testing.T) {
 			}
 			continue
 		}
-		if err != nil || tenancy.Of(ti) != tc.tenant || ti.UserID != "user-123" {
+		if err != nil || tenancy.Of(ti) != tc.tenant || UserOf(ti) != "user-123" || ti.UserID != jwtOwner("https://auth.example.com", "user-123") {
 			t.Errorf("want tenant %s: %+v, %v", tc.tenant, ti, err)
 		}
 	}

@@ -11,6 +11,6 @@
 //	tokens, err := httpedge.LoadTokens(cfg.Server.Auth, tenancy.NewTable(cfg.Tenants), os.LookupEnv)
 //	in := &httpedge.Intake{Server: cfg.Server, Sessions: countSessions, Calls: &calls, Tokens: tokens}
 //	h := tokens.RequireToken(in.Handler(sdkHandler))
-//	h = httpedge.NewRateLimiter(rps, burst, tokens).Limit(h)
+//	h = httpedge.NewRateLimiter(rps, burst).Limit(h)
 //	ln = httpedge.LimitConnections(ln, cfg.Server, logger)
 package httpedge

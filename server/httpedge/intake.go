@@ -14,7 +14,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/orchestra-mcp/orchestra/config"
+	"github.com/orchestra-mcp/orchestra/internal/jsongate"
 	"github.com/orchestra-mcp/orchestra/internal/jsonrpcerr"
+	"github.com/orchestra-mcp/orchestra/orchestrate"
 )
 
 // ModernProtocol reports whether r speaks protocol 2026-07-28 or later,
@@ -53,6 +55,13 @@ func (in *Intake) Handler(h http.Handler) http.Handler {
 		}
 		data, ok := readBody(w, r, limit, cfg.BodyTimeout)
 		if !ok {
+			return
+		}
+		if err := cfg.RequestGate().Check(data); err != nil {
+			// A JSON-RPC error for the request's id fails only that
+			// request: clients keep their session.
+			id, _ := jsonrpcerr.RequestID(data)
+			writeError(w, http.StatusBadRequest, id, jsonrpc.CodeInvalidRequest, jsongate.Describe("the message", err, orchestrate.RequestGateKeys()))
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(data))

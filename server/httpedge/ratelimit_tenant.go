@@ -27,7 +27,7 @@ func NewTenantLimits(tenants map[string]config.Tenant, now func() time.Time) *Te
 	tl := &TenantLimits{limiters: map[string]*RateLimiter{}}
 	for name, t := range tenants {
 		if rl := t.RateLimit; rl != nil && rl.RequestsPerSecond > 0 {
-			l := NewRateLimiter(rl.RequestsPerSecond, rl.Burst, nil)
+			l := NewRateLimiter(rl.RequestsPerSecond, rl.Burst)
 			l.now = now
 			tl.limiters[name] = l
 		}

@@ -30,11 +30,11 @@ func TestTenantRateLimit(t *testing.T) {
 	tokens.tenants = tenancy.NewTable(tenants)
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
-	perClient := NewRateLimiter(1, 2, tokens)
+	perClient := NewRateLimiter(1, 2)
 	perClient.now = clock
 	served := 0
 	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { served++ })
-	h := perClient.Limit(tokens.RequireToken(NewTenantLimits(tenants, clock).Limit(ok)))
+	h := tokens.RequireToken(perClient.Limit(NewTenantLimits(tenants, clock).Limit(ok)), nil)
 
 	send := func(who string) (int, string, string) {
 		r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader("{}"))

@@ -30,7 +30,7 @@ func callerOf(ctx context.Context) toolcontext.IDs {
 // Recall implements planner.Lessons.
 func (l *Lessons) Recall(ctx context.Context, tools []string, n int) []planner.Lesson {
 	ids := callerOf(ctx)
-	ins, err := l.st.Insights(ctx, store.InsightQuery{Scope: store.OwnerScope(ids.UserID).InTenant(ids.Tenant), Tools: tools, Limit: n})
+	ins, err := l.st.Insights(ctx, store.InsightQuery{Scope: store.OwnerScope(ids.Owner).InTenant(ids.Tenant), Tools: tools, Limit: n})
 	if err != nil {
 		l.log.WarnContext(ctx, "reading insights", "err", err)
 		return nil
@@ -53,7 +53,7 @@ func (l *Lessons) record(ctx context.Context, ids toolcontext.IDs, ls []planner.
 	}
 	ins := make([]store.Insight, len(ls))
 	for i, x := range ls {
-		ins[i] = store.Insight{Owner: ids.UserID, Tenant: ids.Tenant, Tool: x.Tool, Key: x.Key, Kind: x.Kind, Lesson: x.Text}
+		ins[i] = store.Insight{Owner: ids.Owner, Tenant: ids.Tenant, Tool: x.Tool, Key: x.Key, Kind: x.Kind, Lesson: x.Text}
 	}
 	if err := l.st.RecordInsights(ctx, ins...); err != nil {
 		l.log.WarnContext(ctx, "recording insights", "err", err)

@@ -76,7 +76,7 @@ func (p *Pauses) Load(ctx context.Context, execID string) (*orchestrate.Checkpoi
 		if s.Tool == "" { // a group: merged again from its children
 			continue
 		}
-		rec := &orchestrate.StepRecord{ID: s.StepID, Index: s.Index, Path: s.Path, Type: "tool", Tool: s.Tool, Status: s.Status, Attempts: s.Attempts, DurationMS: s.DurationMS}
+		rec := &orchestrate.StepRecord{ID: s.StepID, ExecID: s.StepExecID, Index: s.Index, Path: s.Path, Type: "tool", Tool: s.Tool, Status: s.Status, Attempts: s.Attempts, DurationMS: s.DurationMS}
 		if !s.StartedAt.IsZero() {
 			at := s.StartedAt
 			rec.StartedAt = &at
@@ -111,8 +111,8 @@ func (p *Pauses) Claim(ctx context.Context, cp *orchestrate.Checkpoint, event st
 // caller's own (withCaller put its id in ctx), or every run for the
 // machine's own callers, as ownerScope decides for reads.
 func callerScope(ctx context.Context) store.Scope {
-	if ids, ok := toolcontext.IDsFrom(ctx); ok && ids.UserID != "" {
-		return store.OwnerScope(ids.UserID)
+	if ids, ok := toolcontext.IDsFrom(ctx); ok && ids.Owner != "" {
+		return store.OwnerScope(ids.Owner)
 	}
 	return store.Scope{}
 }

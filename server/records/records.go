@@ -46,7 +46,7 @@ func (rc *Recorder) runStarted(i orchestrate.RunStartedInfo) {
 	info := i.Run
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
-	run := store.Run{ExecID: info.ExecID, RequestID: info.IDs.RequestID, Owner: info.IDs.UserID, Tool: info.Source, StartedAt: info.StartedAt, StepCount: info.Leaves,
+	run := store.Run{ExecID: info.ExecID, RequestID: info.IDs.RequestID, Owner: info.IDs.Owner, Tool: info.Source, StartedAt: info.StartedAt, StepCount: info.Leaves,
 		UserID: info.IDs.UserID, Tenant: info.IDs.Tenant, ParentExecID: info.ParentExecID}
 	if run.Tool == "" {
 		run.Tool = orchestrate.ToolName
@@ -86,8 +86,10 @@ func (rc *Recorder) runFinished(i orchestrate.RunFinishedInfo) {
 		}
 	}
 	// The envelope is encoded here too: the CLI's ask adds the model's answer
-	// to it after the run, and the record keeps the run's own.
-	if err := rc.st.QueueFinishRun(ctx, i.Run.ExecID, status, marshal(env), time.Time{}); err != nil {
+	// to it after the run, and the record keeps the run's own. The step
+	// count is the run's at its end: a prompt's plan and an agent's loop
+	// have none yet when they start.
+	if err := rc.st.QueueFinishRun(ctx, i.Run.ExecID, status, marshal(env), time.Time{}, i.Run.Leaves); err != nil {
 		rc.warn("recording the end of a run", i.Run, err)
 		return
 	}
@@ -115,7 +117,7 @@ func (rc *Recorder) warn(what string, info *orchestrate.RunInfo, err error) {
 
 func stepRecord(execID string, rec *orchestrate.StepRecord) store.StepRecord {
 	st := store.StepRecord{
-		ExecID: execID, StepID: rec.ID, Index: rec.Index, Path: rec.Path, Kind: rec.Type, Tool: rec.Tool,
+		ExecID: execID, StepID: rec.ID, StepExecID: rec.ExecID, Index: rec.Index, Path: rec.Path, Kind: rec.Type, Tool: rec.Tool,
 		Status: rec.Status, DurationMS: rec.DurationMS, Attempts: rec.Attempts,
 	}
 	if rec.Arguments != nil {

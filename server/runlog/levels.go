@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"weak"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -20,12 +19,14 @@ import (
 // The SDK drops every notification of a session whose client never set a
 // level, but its handler reports itself enabled all the same, after which
 // each line is built, redacted and encoded for nothing. A client receives
-// lines when it set a level on its session (logging/setLevel), when its
-// request carries one in _meta (protocol 2026-07-28), or when the session
-// is one of stateless HTTP's, which the SDK gives the level info.
+// lines only when it asked for them: when it set a level on its session
+// (logging/setLevel), or when its request carries one in _meta (protocol
+// 2026-07-28). The throwaway session stateless HTTP makes for each request
+// of an older protocol has the level info from the SDK, but its client
+// asked for nothing (and some report unrequested notifications as errors),
+// so it gets none.
 type Levels struct {
-	set       sync.Map // weak.Pointer[mcp.ServerSession] -> struct{}
-	stateless atomic.Bool
+	set sync.Map // weak.Pointer[mcp.ServerSession] -> struct{}
 }
 
 // mcpLevels are the levels of the MCP specification, most verbose first.
@@ -54,18 +55,11 @@ func (l *Levels) Middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
-// SetStateless records that HTTP is served without sessions: the SDK gives
-// stateless sessions the level info, so their clients receive lines.
-func (l *Levels) SetStateless() { l.stateless.Store(true) }
-
 // wanted reports whether the client of req may receive logging
 // notifications.
 func (l *Levels) wanted(req *mcp.CallToolRequest) bool {
 	if req == nil || req.Session == nil {
 		return false
-	}
-	if l.stateless.Load() {
-		return true
 	}
 	if req.Params != nil {
 		if _, ok := req.Params.GetMeta()[mcp.MetaKeyLogLevel]; ok {

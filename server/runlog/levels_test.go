@@ -50,9 +50,4 @@ func TestLogLevelsWanted(t *testing.T) {
 	if (&Levels{}).wanted(&mcp.CallToolRequest{Session: ss, Params: &mcp.CallToolParamsRaw{}}) {
 		t.Error("a session of another tracker is wanted")
 	}
-	stateless := &Levels{}
-	stateless.stateless.Store(true)
-	if !stateless.wanted(&mcp.CallToolRequest{Session: ss, Params: &mcp.CallToolParamsRaw{}}) {
-		t.Error("stateless HTTP sessions, which the SDK gives the level info, are not wanted")
-	}
 }

@@ -53,7 +53,7 @@ func (tt *Table) ForClaims(claims map[string]any) (string, bool) {
 		}
 		ok := true
 		for k, v := range want {
-			if !claimHas(claims[k], v) {
+			if !claimHas(k, claims[k], v) {
 				ok = false
 				break
 			}
@@ -65,12 +65,18 @@ func (tt *Table) ForClaims(claims map[string]any) (string, bool) {
 	return "", false
 }
 
-// claimHas reports whether a claim equals want, or, as a list or a
-// space-separated string of scopes, contains it.
-func claimHas(claim any, want string) bool {
+// listClaims are the claims whose string value is a space-separated list
+// (RFC 8693's scope, and scp): their members are matched one by one.
+var listClaims = []string{"scope", "scp"}
+
+// claimHas reports whether the claim name, of value claim, matches want:
+// a string equals it whole (a scope-like claim of listClaims contains it
+// as one of its space-separated members), a list holds it as an element,
+// a boolean or number is written as it.
+func claimHas(name string, claim any, want string) bool {
 	switch c := claim.(type) {
 	case string:
-		return c == want || slices.Contains(strings.Fields(c), want)
+		return c == want || slices.Contains(listClaims, name) && slices.Contains(strings.Fields(c), want)
 	case []any:
 		for _, e := range c {
 			if s, ok := e.(string); ok && s == want {

@@ -9,7 +9,9 @@
 // result of the wrong shape is refused and the run stays paused; an unknown
 // exec id is refused. "expire": the run pauses and the resume comes after
 // limits.pause_ttl. "ask": ask_user through elicitation, accepted then
-// declined. "ask-none": a client without elicitation; ask_user pauses.
+// declined. "ask-none": a client without elicitation; ask_user fails with
+// user_unavailable, and pauses for the calling model only when the plan
+// says "if_no_user": "pause".
 // The client validates every structuredContent against the tool's
 // outputSchema. It prints one JSON line: {"ok": ..., "checks": [...], "error": ...}.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -100,10 +102,10 @@ async function expireMode(client) {
   check(isError && env.artifact.status === "failed" && env.artifact.errors.some((e) => e.code === "pause_expired"), "a resume after pause_ttl fails with pause_expired", env.artifact);
 }
 
-const gated = (answer) => ({
+const gated = (answer, extra = {}) => ({
   plan: {
     steps: [
-      { id: "ask", tool: "ask_user", arguments: { message: `Delete the branch? (${answer})`, schema: { type: "object", properties: { reason: { type: "string" } } } } },
+      { id: "ask", tool: "ask_user", arguments: { message: `Delete the branch? (${answer})`, schema: { type: "object", properties: { reason: { type: "string" } } }, ...extra } },
       { id: "delete", tool: "fx__echo", arguments: { text: "deleted" } },
     ],
   },
@@ -119,9 +121,12 @@ async function askMode(client) {
 
 async function askNoneMode(client) {
   let { isError, env } = await call(client, gated("none"));
-  check(!isError && env.artifact.status === "awaiting_client" && env.artifact.pending[0].tool === "ask_user", "without elicitation ask_user pauses", env.artifact);
+  check(isError && env.artifact.steps[0].error.code === "user_unavailable" && env.artifact.steps[1].status === "skipped",
+    "without elicitation ask_user fails with user_unavailable and the gated step does not run", env.artifact);
+  ({ isError, env } = await call(client, gated("none", { if_no_user: "pause" })));
+  check(!isError && env.artifact.status === "awaiting_client" && env.artifact.pending[0].tool === "ask_user", "with if_no_user pause ask_user pauses", env.artifact);
   ({ isError, env } = await call(client, { resume: { exec_id: env.artifact.resume.exec_id, results: { ask: { action: "accept", content: {} } } } }));
-  check(!isError && env.artifact.status === "success", "the client's answer resumes it", env.artifact);
+  check(!isError && env.artifact.status === "success", "the calling model's answer resumes it", env.artifact);
 }
 
 async function main() {

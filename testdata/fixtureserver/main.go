@@ -3,7 +3,8 @@
 // It serves over stdio by default, or over Streamable HTTP with -http ADDR,
 // in which case it prints "listening on http://HOST:PORT" as its first line
 // of standard output once it accepts connections. Its tools cover the cases a
-// client of downstream servers must handle: structured output, slow calls,
+// client of downstream servers must handle: structured output, slow calls
+// (and calls that wait until a test lets them end),
 // tool errors, a crash mid-call, progress, text-only and malformed results,
 // large results, stray output on stdout, its environment, and tools
 // added after start (tools/list_changed).
@@ -123,6 +124,13 @@ type (
 		SleptMS int `json:"slept_ms"`
 	}
 
+	gateIn struct {
+		Path string `json:"path" jsonschema:"the file whose creation opens the gate"`
+	}
+	gateOut struct {
+		Opened bool `json:"opened"`
+	}
+
 	failIn struct {
 		Message string `json:"message,omitempty"`
 	}
@@ -198,6 +206,27 @@ func newServer(stderr io.Writer) *mcp.Server {
 			case <-ctx.Done():
 				fmt.Fprintln(stderr, "sleep cancelled")
 				return nil, sleepOut{}, ctx.Err()
+			}
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "gate", Description: "Waits until the file at path exists (a test creates it when it has seen what it waits for), reporting progress 1 of 2 as it starts to wait when the caller asked for progress; stops early when cancelled."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in gateIn) (*mcp.CallToolResult, gateOut, error) {
+			if tok := req.Params.GetProgressToken(); tok != nil {
+				err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 1, Total: 2, Message: "waiting for the gate"})
+				if err != nil {
+					return nil, gateOut{}, err
+				}
+			}
+			tick := time.NewTicker(10 * time.Millisecond)
+			defer tick.Stop()
+			for {
+				if _, err := os.Stat(in.Path); err == nil {
+					return nil, gateOut{Opened: true}, nil
+				}
+				select {
+				case <-tick.C:
+				case <-ctx.Done():
+					return nil, gateOut{}, ctx.Err()
+				}
 			}
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "fail", Description: "Always fails with a tool error."},
@@ -307,6 +336,28 @@ func newServer(stderr io.Writer) *mcp.Server {
 		},
 	}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "called anyway"}}}, nil
+	})
+
+	// one_of's input schema is valid JSON Schema and valid MCP, in a shape
+	// the model APIs refuse: a top-level oneOf whose branches declare
+	// properties, an array without items, a bare true sub-schema.
+	s.AddTool(&mcp.Tool{
+		Name:        "one_of",
+		Description: "Takes either a or b, and ids.",
+		InputSchema: map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"ids": map[string]any{"type": "array"},
+				"any": true,
+				"a":   map[string]any{"type": "string", "description": "the top's own a"},
+			},
+			"oneOf": []any{
+				map[string]any{"properties": map[string]any{"a": map[string]any{}}, "required": []any{"a"}},
+				map[string]any{"properties": map[string]any{"b": map[string]any{"type": "integer"}}, "required": []any{"b"}},
+			},
+		},
+	}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(req.Params.Arguments)}}}, nil
 	})
 
 	// "dotted.name" is a valid MCP tool name that model APIs reject.

@@ -357,6 +357,11 @@ type Envelope struct {
 		Steps            []*Step `json:"steps"`
 		Errors           []Error `json:"errors"`
 		ValidationErrors []Issue `json:"validation_errors"`
+		Pending          []struct {
+			CallID string `json:"call_id"`
+			Step   string `json:"step"`
+			Tool   string `json:"tool"`
+		} `json:"pending"`
 	} `json:"artifact"`
 	Metadata struct {
 		RequestID string `json:"request_id"`
@@ -368,6 +373,7 @@ type Envelope struct {
 // Step is a step record of the envelope.
 type Step struct {
 	ID       string  `json:"id"`
+	ExecID   string  `json:"exec_id"`
 	Status   string  `json:"status"`
 	Output   any     `json:"output"`
 	Error    *Error  `json:"error"`
