@@ -55,6 +55,11 @@ type Options struct {
 	// caller's agent never calls agent_orchestrate. ok false leaves the
 	// run unscoped.
 	Scope func(ctx context.Context) (ro orchestrate.RunOptions, ok bool)
+	// Elicit, when set, returns how the user of the caller in ctx is
+	// asked (MCP elicitation), or nil when its client cannot be: an agent
+	// called directly then asks ask_user through it rather than handing
+	// the call to the client. In a plan step the run's own way is used.
+	Elicit func(ctx context.Context) orchestrate.Elicit
 	// Logger receives the agents' logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -440,7 +445,7 @@ func (a *Agent) run(ctx context.Context, child *orchestrate.ChildRun, req *Execu
 			}
 			if tc.Name == orchestrate.AskUserTool && side.elicits() {
 				if _, ok := byName[tc.Name]; ok {
-					return a.askUser(ctx, child, side.cs.Elicit, tc)
+					return a.askUser(ctx, child, side.elicit, tc)
 				}
 			}
 			return a.callTool(ctx, child, byName, names, tc, tl)

@@ -27,6 +27,8 @@
 // resume brings the client's results and the loop goes on, under the same
 // child run, without repeating a model turn or a tool call. Called
 // directly, the agent pauses its own run and answers awaiting_client.
+// ask_user asks through the caller's elicitation when its client has it
+// (Options.Elicit for a direct call, the run's own in a plan step).
 //
 // An agent's run is a node of its caller's budget tree (package budget):
 // its start, its model calls and its tool calls count against the

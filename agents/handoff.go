@@ -41,24 +41,29 @@ type loopState struct {
 	RemainingMS int64 `json:"remaining_ms,omitempty"`
 }
 
-// clientSide is how an agent's loop finds the client's tools: those of
-// the run that called it, or, called directly, the catalog's client-final
-// tools (none of which it can pause for).
+// clientSide is how an agent's loop finds the client's tools and asks
+// its user: the run that called it, or, called directly, the catalog's
+// client-final tools (none of which it can pause for) and the caller's
+// elicitation, if its client has it.
 type clientSide struct {
-	cs    *orchestrate.ClientSide // nil when no run can pause for the client
-	final func(registry.Tool) bool
+	cs     *orchestrate.ClientSide // nil when no run can pause for the client
+	final  func(registry.Tool) bool
+	elicit orchestrate.Elicit // nil: ask_user is handed to the client
 }
 
 func (a *Agent) clientSide(ctx context.Context) clientSide {
-	cs, ok := orchestrate.ClientSideFrom(ctx)
-	if ok {
-		return clientSide{cs: cs, final: cs.Final}
+	if cs, ok := orchestrate.ClientSideFrom(ctx); ok {
+		return clientSide{cs: cs, final: cs.Final, elicit: cs.Elicit}
 	}
-	return clientSide{final: a.opts.Engine.ClientFinal}
+	side := clientSide{final: a.opts.Engine.ClientFinal}
+	if a.opts.Elicit != nil {
+		side.elicit = a.opts.Elicit(ctx)
+	}
+	return side
 }
 
 // elicits reports whether ask_user asks through the client's elicitation.
-func (c clientSide) elicits() bool { return c.cs != nil && c.cs.Elicit != nil }
+func (c clientSide) elicits() bool { return c.elicit != nil }
 
 // preflight checks the arguments of a client call against its tool's
 // input schema and fills the schema's defaults: what the client gets.

@@ -29,6 +29,7 @@ func (a *App) addAgents() error {
 		ModelFor:    a.agentModel,
 		Orchestrate: &orch,
 		Scope:       a.agentScope,
+		Elicit:      func(ctx context.Context) orchestrate.Elicit { return elicitFor(agentCaller(ctx)) },
 		Logger:      a.log,
 	})
 	if err != nil {

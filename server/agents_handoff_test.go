@@ -297,3 +297,59 @@ func TestAgentHandoffBounds(t *testing.T) {
 		}
 	})
 }
+
+// TestAgentAskUserElicitsOrHandsOff: an agent's ask_user asks the user
+// through MCP elicitation when the calling client has it, in a plan step
+// and called directly alike: the model's next turn reads the answer and
+// nothing pauses. A client without elicitation gets the call handed to it:
+// the run pauses with ask_user pending.
+func TestAgentAskUserElicitsOrHandsOff(t *testing.T) {
+	fake := fakeopenai.New(t, func(ctx context.Context, r *fakeopenai.Request) fakeopenai.Reply {
+		if len(r.ToolResults()) == 0 {
+			return fakeopenai.Call("ask_user", `{"message": "Which file?"}`)
+		}
+		return fakeopenai.Text("the user chose " + r.ToolResults()[0])
+	})
+	app, plain := agentsApp(t, fake.URL(), t.TempDir(), map[string]agents.Config{
+		"asker": {Description: "Asks.", Instructions: "You are asker.", Tools: []string{"ask_user"}, Expose: true},
+	}, nil)
+	user := &elicitingClient{action: "accept"}
+	eliciting := connectWith(t, app.Server, v20251125, user.options())
+	step := plan(map[string]any{"id": "ask", "agent": "asker", "prompt": "pick a file"})
+	const answered = `the user chose {"action":"accept","content":{"why":"obsolete"}}`
+
+	t.Run("plan step, elicitation", func(t *testing.T) {
+		_, env := runPlan(t, eliciting, step)
+		a := env.Artifact
+		if a.Status != orchestrate.StatusSuccess || len(a.Pending) != 0 {
+			t.Fatalf("status %s, pending %+v, errors %v", a.Status, a.Pending, a.Errors)
+		}
+		if out := agentOutput(t, a.Steps[0]); out.Result.Text != answered {
+			t.Errorf("the agent's answer: %q", out.Result.Text)
+		}
+	})
+	t.Run("direct call, elicitation", func(t *testing.T) {
+		res, err := eliciting.CallTool(t.Context(), &mcp.CallToolParams{Name: agents.ToolName("asker"), Arguments: map[string]any{"user_query": "pick a file"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := json.Marshal(res.StructuredContent)
+		var out agents.ExecutionResponse
+		if err := json.Unmarshal(data, &out); err != nil || res.IsError || out.Status != agents.StatusSuccess || out.Result.Text != answered {
+			t.Errorf("the direct call's answer: %s (%v)", data, err)
+		}
+	})
+	user.mu.Lock()
+	asked := slices.Clone(user.asked)
+	user.mu.Unlock()
+	if !slices.Equal(asked, []string{"Which file?", "Which file?"}) {
+		t.Errorf("the user was asked %q; want the question once per call", asked)
+	}
+	t.Run("plan step, no elicitation", func(t *testing.T) {
+		_, env := runPlan(t, plain, step)
+		a := env.Artifact
+		if a.Status != orchestrate.StatusAwaitingClient || len(a.Pending) != 1 || a.Pending[0].Tool != "ask_user" || a.Pending[0].Agent != agents.ToolName("asker") {
+			t.Fatalf("status %s, pending %+v, errors %v", a.Status, a.Pending, a.Errors)
+		}
+	})
+}
