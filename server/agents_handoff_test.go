@@ -3,6 +3,8 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -352,4 +354,34 @@ func TestAgentAskUserElicitsOrHandsOff(t *testing.T) {
 			t.Fatalf("status %s, pending %+v, errors %v", a.Status, a.Pending, a.Errors)
 		}
 	})
+}
+
+// TestAgentWithClientFinalToolStarts: an agent whose tools include a tool
+// the configuration marks client-final (client_final_tools) starts with
+// the server, and its call of that tool is handed to the client: the run
+// pauses with it pending, and the tool does not run here.
+func TestAgentWithClientFinalToolStarts(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "b.txt")
+	fake := fakeopenai.New(t, func(ctx context.Context, r *fakeopenai.Request) fakeopenai.Reply {
+		if len(r.ToolResults()) == 0 {
+			return fakeopenai.Call("fs__write_file", `{"path": "`+target+`", "content": "beta"}`)
+		}
+		return fakeopenai.Text("written: " + r.ToolResults()[0])
+	})
+	_, cs := agentsApp(t, fake.URL(), dir, map[string]agents.Config{
+		"writer": {Description: "Writes files.", Instructions: "You are writer.", Tools: []string{"fs__write_file"}},
+	}, func(cfg *config.Config) { cfg.ClientFinalTools = []string{"fs__write_*"} })
+	_, env := runPlan(t, cs, plan(map[string]any{"id": "write", "agent": "writer", "prompt": "write b.txt"}))
+	a := env.Artifact
+	if a.Status != orchestrate.StatusAwaitingClient || len(a.Pending) != 1 || a.Pending[0].Tool != "fs__write_file" || a.Pending[0].Agent != agents.ToolName("writer") {
+		t.Fatalf("status %s, pending %+v, errors %v", a.Status, a.Pending, a.Errors)
+	}
+	if _, err := os.Stat(target); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the client-final tool ran on the server: %v", err)
+	}
+	_, env = runPlan(t, cs, map[string]any{"resume": map[string]any{"exec_id": a.Resume.ExecID, "results": map[string]any{a.Pending[0].CallID: map[string]any{"content": "Successfully wrote to b.txt"}}}})
+	if a = env.Artifact; a.Status != orchestrate.StatusSuccess || !strings.HasPrefix(agentOutput(t, a.Steps[0]).Result.Text, "written: ") {
+		t.Fatalf("after the resume: status %s, errors %v, validation %v", a.Status, a.Errors, a.ValidationErrors)
+	}
 }
