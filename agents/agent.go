@@ -411,7 +411,7 @@ func (a *Agent) run(ctx context.Context, child *orchestrate.ChildRun, req *Execu
 	defs := make([]llm.ToolDef, 0, len(allowed))
 	for _, t := range allowed {
 		byName[t.Name] = t
-		defs = append(defs, llm.ToolDef{Name: t.Name, Description: t.Description, Parameters: parameters(t.InputSchema)})
+		defs = append(defs, llm.ToolDef{Name: t.Name, Description: t.Description, Parameters: toolloop.Parameters(t.InputSchema)})
 	}
 	names := slices.Collect(maps.Keys(byName))
 	slices.Sort(names)
@@ -460,7 +460,7 @@ func (a *Agent) run(ctx context.Context, child *orchestrate.ChildRun, req *Execu
 			defer cancel()
 		}
 		var err error
-		if out, err = loop.Resume(ctx, &cont.Loop, clientResults(child, &cont.Loop, results)); err != nil {
+		if out, err = loop.Resume(ctx, &cont.Loop, toolloop.ClientResults(child, &cont.Loop, results, maxToolResultBytes)); err != nil {
 			fail(orchestrate.CodeInvalidInput, fmt.Sprintf("agent %s: %v", a.Name, err))
 			return nil
 		}
@@ -718,21 +718,4 @@ func (a *Agent) parseOutput(text string) (any, error) {
 		return nil, errors.New(schemas.CleanError(err))
 	}
 	return v, nil
-}
-
-// parameters returns a tool's input schema as the model's tool parameters:
-// in the form the model APIs accept (schemas.PortableInput).
-func parameters(s *jsonschema.Schema) map[string]any {
-	if s == nil {
-		return map[string]any{"type": "object"}
-	}
-	data, err := schemas.PortableInput(s)
-	if err != nil {
-		return map[string]any{"type": "object"}
-	}
-	var m map[string]any
-	if json.Unmarshal(data, &m) != nil {
-		return map[string]any{"type": "object"}
-	}
-	return m
 }

@@ -3,15 +3,12 @@ package agents
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
-	"github.com/orchestra-mcp/orchestra/internal/textcut"
 	"github.com/orchestra-mcp/orchestra/llm"
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 	"github.com/orchestra-mcp/orchestra/registry"
-	"github.com/orchestra-mcp/orchestra/schemas"
 	"github.com/orchestra-mcp/orchestra/toolloop"
 )
 
@@ -65,51 +62,13 @@ func (a *Agent) clientSide(ctx context.Context) clientSide {
 // elicits reports whether ask_user asks through the client's elicitation.
 func (c clientSide) elicits() bool { return c.elicit != nil }
 
-// preflight checks the arguments of a client call against its tool's
-// input schema and fills the schema's defaults: what the client gets.
-func preflight(t registry.Tool, raw json.RawMessage) (map[string]any, error) {
-	args := map[string]any{}
-	if len(raw) > 0 {
-		if err := json.Unmarshal(raw, &args); err != nil || args == nil {
-			return nil, errors.New("its arguments are not a JSON object")
-		}
-	}
-	if t.InputSchema == nil {
-		return args, nil
-	}
-	rs, err := schemas.Resolve(t.InputSchema)
-	if err != nil {
-		return args, nil // a schema that does not resolve cannot be checked
-	}
-	if err := rs.ApplyDefaults(&args); err != nil {
-		return nil, errors.New(schemas.CleanError(err))
-	}
-	if err := rs.Validate(args); err != nil {
-		return nil, errors.New(schemas.CleanError(err))
-	}
-	return args, nil
-}
-
 // handoffFunc is the loop's Handoff: it hands the client-final calls to
-// the client, refusing those whose arguments are malformed.
+// the client (ask_user only when it cannot be elicited), refusing those
+// whose arguments are malformed.
 func (a *Agent) handoffFunc(child *orchestrate.ChildRun, byName map[string]registry.Tool, side clientSide) func(context.Context, llm.ToolCall) (llm.ToolCall, string, bool) {
-	return func(_ context.Context, tc llm.ToolCall) (llm.ToolCall, string, bool) {
-		t, ok := byName[tc.Name]
-		if !ok || !side.final(t) || (t.Name == orchestrate.AskUserTool && side.elicits()) {
-			return tc, "", false
-		}
-		args, err := preflight(t, tc.Arguments)
-		if err != nil {
-			msg := fmt.Sprintf("invalid call of %s, not sent to the client: %v; fix the arguments and call it again", tc.Name, err)
-			now := time.Now()
-			child.Step("refused", &orchestrate.StepRecord{Type: "tool", Tool: tc.Name, Status: orchestrate.StatusFailed, StartedAt: &now,
-				Error: &orchestrate.Error{Code: orchestrate.CodeInvalidArguments, Message: msg}})
-			return tc, "error: " + msg, true
-		}
-		out := tc
-		out.Arguments, _ = json.Marshal(args)
-		return out, "", true
-	}
+	return toolloop.ClientHandoff(child, byName, func(t registry.Tool) bool {
+		return side.final(t) && !(t.Name == orchestrate.AskUserTool && side.elicits())
+	})
 }
 
 // handoff makes the answer of a loop that paused: the client's calls and
@@ -124,42 +83,7 @@ func (a *Agent) handoff(ctx context.Context, child *orchestrate.ChildRun, resp *
 	if err != nil {
 		return nil, fmt.Errorf("keeping the state of agent %s's loop: %w", a.Name, err)
 	}
-	h := &registry.Handoff{State: state}
-	for _, p := range st.Pending {
-		var args map[string]any
-		_ = json.Unmarshal(p.Arguments, &args)
-		h.Calls = append(h.Calls, registry.HandoffCall{ID: p.ID, Tool: p.Name, Arguments: args})
-	}
-	return h, nil
-}
-
-// clientResults records the client's results of a paused loop's calls as
-// steps of the child run and returns what the model is told of each.
-func clientResults(child *orchestrate.ChildRun, st *toolloop.State, given map[string]any) map[string]string {
-	out := make(map[string]string, len(given))
-	for _, p := range st.Pending {
-		v := given[p.ID]
-		now := time.Now()
-		var args map[string]any
-		_ = json.Unmarshal(p.Arguments, &args)
-		rec := &orchestrate.StepRecord{Type: "tool", Tool: p.Name, Arguments: args, Status: orchestrate.StatusSuccess, Attempts: 1, StartedAt: &now, Output: v}
-		if m, ok := v.(map[string]any); ok && len(m) == 1 {
-			if msg, ok := m["error"].(string); ok {
-				rec.Status, rec.Output = orchestrate.StatusFailed, nil
-				rec.Error = &orchestrate.Error{Code: orchestrate.CodeClientError, Message: msg}
-				out[p.ID] = "error: " + string(orchestrate.CodeClientError) + ": " + msg
-				child.Step("client", rec)
-				continue
-			}
-		}
-		data, err := json.Marshal(v)
-		if err != nil {
-			data = []byte(`"(the client's result could not be encoded)"`)
-		}
-		out[p.ID] = textcut.Truncate(string(data), maxToolResultBytes)
-		child.Step("client", rec)
-	}
-	return out
+	return st.Handoff(state), nil
 }
 
 // askUser asks the user through the client's elicitation, for an agent's

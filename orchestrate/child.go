@@ -92,9 +92,9 @@ func (r *run) runFallback(ctx context.Context, err error) *Envelope {
 	c := r.e.loopRun(r, plan)
 	c.fallback = true
 	// What the loop calls is the run's: its children, drawing from its
-	// budget node.
+	// budget node. Its client-final calls pause the run.
 	ctx = toolcontext.WithBudget(toolcontext.WithExecID(ctx, r.execID), r.budget)
-	if env := r.fallback.Run(ctx, c, err); env != nil {
+	if env := r.fallback.Run(r.withClientSide(ctx), c, err); env != nil {
 		return env
 	}
 	return c.Finish(StatusFailed, "", &Error{Code: CodePlannerFailed, Message: err.Error()})
@@ -167,6 +167,17 @@ func (c *ChildRun) FinishWith(status, answer string, edit func(*Artifact), errs 
 			r.fire(fsm.EventFinished)
 		}
 	}
+	env := c.envelope(status, answer, edit, errs)
+	r.mu.Lock()
+	err := errors.Join(r.internal...)
+	r.mu.Unlock()
+	callHook(r, "RunFinished", r.hooks.RunFinished, RunFinishedInfo{Run: r.info, At: time.Now(), Envelope: env, Err: err})
+	return env
+}
+
+// envelope makes the child run's envelope: its steps, edit applied.
+func (c *ChildRun) envelope(status, answer string, edit func(*Artifact), errs []*Error) *Envelope {
+	r := c.r
 	c.mu.Lock()
 	a := &Artifact{
 		Status: status, Success: status == StatusSuccess, Response: answer, Plan: c.plan,
@@ -189,16 +200,11 @@ func (c *ChildRun) FinishWith(status, answer string, edit func(*Artifact), errs 
 	if edit != nil {
 		edit(a)
 	}
-	env := &Envelope{ArtifactID: r.execID, Artifact: a, full: r.full(), Metadata: Metadata{
+	return &Envelope{ArtifactID: r.execID, Artifact: a, full: r.full(), Metadata: Metadata{
 		ContextID: r.ids.ContextID, RequestID: r.ids.RequestID, TraceID: r.ids.TraceID, UserID: r.ids.UserID,
 		ToolName: r.info.Source, ExecutedAt: r.started.UTC().Format(time.RFC3339Nano),
 		DurationMS: time.Since(r.started).Milliseconds(), Depth: r.depth, ExecID: r.execID, Record: r.recordURI,
 	}}
-	r.mu.Lock()
-	err := errors.Join(r.internal...)
-	r.mu.Unlock()
-	callHook(r, "RunFinished", r.hooks.RunFinished, RunFinishedInfo{Run: r.info, At: time.Now(), Envelope: env, Err: err})
-	return env
 }
 
 // CallTool runs one call of the tool name with args as a one-step plan

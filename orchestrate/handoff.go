@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/orchestra-mcp/orchestra/fsm"
 	"github.com/orchestra-mcp/orchestra/registry"
 	"github.com/orchestra-mcp/orchestra/toolcontext"
 )
@@ -152,4 +153,67 @@ func (c *ChildRun) Counts() (steps, calls int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.offset + len(c.steps), c.calls
+}
+
+// FallbackStep is the step that the pending calls of a paused reactive
+// fallback belong to: the run's planner's loop.
+const FallbackStep = "fallback"
+
+// PauseFallback pauses the run of the fallback c makes steps for (see
+// [Fallback]), whose loop handed h to the client: the run waits
+// (awaiting_client) with one pending call each, the loop's state is kept
+// with its pause (counted against the run's bytes), and a resume goes on
+// with the loop through the engine's [Fallback].Resume. It ends c as
+// Finish does and returns the envelope; a pause that cannot be kept fails
+// the run.
+func (c *ChildRun) PauseFallback(ctx context.Context, h *registry.Handoff, edit func(*Artifact)) *Envelope {
+	r := c.r
+	if !c.fallback {
+		return c.FinishWith(StatusFailed, "", edit, &Error{Code: CodeClientInLoop, Message: "only a planner's fallback pauses its run this way"})
+	}
+	if fail := r.bytes.charge(FallbackStep, int64(len(h.State))); fail != nil {
+		return c.FinishWith(StatusFailed, "", edit, fail)
+	}
+	pending, lp := r.e.loopPending(FallbackStep, "", h)
+	expires := time.Now().Add(r.e.lim.PauseTTL)
+	req := &Request{Prompt: r.req.Prompt, Context: r.req.Context, Fallback: r.req.Fallback, Bindings: r.req.Bindings,
+		TimeoutMS: r.req.TimeoutMS, MaxParallel: r.req.MaxParallel, ClientTools: r.req.ClientTools}
+	if err := r.e.pauses.Pause(r.fireCtx, r.execID, req, pending, map[string]*LoopPause{FallbackStep: lp}, expires); err != nil {
+		r.e.log.Error("keeping a paused run", "exec_id", r.execID, "err", err)
+		return c.FinishWith(StatusFailed, "", edit, &Error{Code: CodePauseExpired, Message: "the paused run could not be kept, so it cannot be resumed: " + err.Error()})
+	}
+	defer r.m.Release()
+	r.fire(fsm.EventPause)
+	env := c.envelope(StatusAwaitingClient, "", edit, nil)
+	env.Artifact.Pending = pending
+	env.Artifact.Resume = &ResumeHint{
+		ExecID:    r.execID,
+		ExpiresAt: expires.UTC().Format(time.RFC3339),
+		How:       `call agent_orchestrate with {"resume": {"exec_id": "` + r.execID + `", "results": {"<call_id>": <output> | {"error": "..."}}}}`,
+	}
+	callHook(r, "RunPaused", r.hooks.RunPaused, RunPausedInfo{Run: r.info, At: time.Now(), Envelope: env})
+	return env
+}
+
+// NumberFrom numbers the child run's steps and tool calls on from steps
+// and calls: those its loop recorded before a pause.
+func (c *ChildRun) NumberFrom(steps, calls int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.offset, c.calls = steps, calls
+}
+
+// resumeFallback goes on with the run's fallback loop, paused for the
+// client, with cont: the loop's state and the client's results.
+func (r *run) resumeFallback(ctx context.Context, cont *registry.Continuation) *Envelope {
+	r.fire(fsm.EventResume)
+	plan := &Plan{Type: "tool_calls", Schedule: ScheduleSequential, Steps: []*Step{}}
+	r.info.Plan = plan
+	c := r.e.loopRun(r, plan)
+	c.fallback = true
+	if r.e.fallback == nil || r.e.fallback.Resume == nil {
+		return c.Finish(StatusFailed, "", &Error{Code: CodeNotResumable, Message: fmt.Sprintf("run %s paused in its planner's reactive fallback, and no planner model is configured here to go on with it; configure the planner block and resume again", r.execID)})
+	}
+	ctx = toolcontext.WithBudget(toolcontext.WithExecID(ctx, r.execID), r.budget)
+	return r.e.fallback.Resume(r.withClientSide(ctx), c, r.req, cont)
 }

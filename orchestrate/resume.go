@@ -79,6 +79,9 @@ func (e *Engine) Resume(ctx context.Context, req *Request) *Envelope {
 		}
 	}
 	callHook(r, "RunResumed", r.hooks.RunResumed, RunResumedInfo{Run: r.info, At: r.started})
+	if cont, ok := continues[FallbackStep]; ok && cp.Request.Plan == nil {
+		return r.resumeFallback(ctx, cont)
+	}
 	return r.run(ctx, nil)
 }
 
@@ -134,8 +137,13 @@ func (e *Engine) checkResults(cp *Checkpoint, given map[string]any) (map[string]
 			continue
 		}
 		p := cp.Pending[i]
-		if p.Agent != "" && key == p.Step && calls[p.Step] > 1 {
-			issues = append(issues, &Issue{Path: "resume.results." + key, StepID: p.Step, Code: CodeInvalidResult, Message: fmt.Sprintf("step %s waits for %d calls of %s's tool loop; send each result by its call id", p.Step, calls[p.Step], p.Agent)})
+		_, looped := cp.Loops[p.Step]
+		if (p.Agent != "" || looped) && key == p.Step && calls[p.Step] > 1 {
+			owner := p.Agent
+			if owner == "" {
+				owner = "the planner's fallback"
+			}
+			issues = append(issues, &Issue{Path: "resume.results." + key, StepID: p.Step, Code: CodeInvalidResult, Message: fmt.Sprintf("step %s waits for %d calls of %s's tool loop; send each result by its call id", p.Step, calls[p.Step], owner)})
 			continue
 		}
 		if tool, ok := tools.Lookup(p.Tool); ok {
@@ -144,7 +152,7 @@ func (e *Engine) checkResults(cp *Checkpoint, given map[string]any) (map[string]
 				continue
 			}
 		}
-		if p.Agent == "" {
+		if p.Agent == "" && !looped {
 			out[p.Step] = v
 			continue
 		}

@@ -142,6 +142,10 @@ type HandlerOptions struct {
 	// of a paused run through the protocol's input requests answers with
 	// them instead.
 	Result func(req *mcp.CallToolRequest, env *Envelope) *mcp.CallToolResult
+	// Fallback, when set, returns what goes on with a run a resume takes
+	// up that paused in its planner's fallback ([Engine.WithFallback]);
+	// nil when no planner can.
+	Fallback func(req *mcp.CallToolRequest) *Fallback
 }
 
 // Handler returns the MCP handler of agent_orchestrate.
@@ -177,7 +181,11 @@ func (e *Engine) Handler(opts HandlerOptions) mcp.ToolHandler {
 		ctx, ans := withAnswer(ctx)
 		defer ans.release()
 		if r.Resume != nil {
-			return Result(e.Resume(ctx, r)), nil // whatever a planner is
+			re := e
+			if opts.Fallback != nil {
+				re = e.WithFallback(opts.Fallback(req))
+			}
+			return Result(re.Resume(ctx, r)), nil // whatever a planner is
 		}
 		if r.Plan == nil {
 			if opts.Prompt == nil {
