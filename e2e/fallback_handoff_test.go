@@ -18,7 +18,8 @@ import (
 // call. `orchestra resume ID --results FILE`, another app on the same
 // SQLite store with a fresh copy of the scripted model, goes on with the
 // loop: the model's next turn (the script's entry "after" that call)
-// answers, and json_query does not run again.
+// answers, and json_query does not run again. A resume by an app with no
+// planner is refused first, and the run stays paused.
 func TestFallbackHandoffAcrossProcesses(t *testing.T) {
 	dir := t.TempDir()
 	script := strings.Join([]string{
@@ -63,6 +64,16 @@ func TestFallbackHandoffAcrossProcesses(t *testing.T) {
 	results := filepath.Join(dir, "results.json")
 	if err := os.WriteFile(results, []byte(`{"`+env.Artifact.Pending[0].CallID+`": {"text": "hi"}}`), 0o600); err != nil {
 		t.Fatal(err)
+	}
+	// Without a planner to go on with the loop, the resume is refused and
+	// the run stays paused.
+	bare := filepath.Join(dir, "bare.yaml")
+	if err := os.WriteFile(bare, []byte("client_final_tools: [render]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if code := cli.Run(context.Background(), []string{"resume", "--config", bare, "--store", db, "--results", results, env.Artifact.Resume.ExecID}, strings.NewReader(""), &out, &errOut); code == cli.ExitOK || !strings.Contains(out.String(), "not_resumable") {
+		t.Errorf("a resume without a planner exited %d: %s", code, out.String())
 	}
 	out.Reset()
 	errOut.Reset()

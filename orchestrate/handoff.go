@@ -204,16 +204,14 @@ func (c *ChildRun) NumberFrom(steps, calls int) {
 }
 
 // resumeFallback goes on with the run's fallback loop, paused for the
-// client, with cont: the loop's state and the client's results.
+// client, with cont: the loop's state and the client's results. Resume
+// made sure the engine has a Fallback to go on with.
 func (r *run) resumeFallback(ctx context.Context, cont *registry.Continuation) *Envelope {
 	r.fire(fsm.EventResume)
 	plan := &Plan{Type: "tool_calls", Schedule: ScheduleSequential, Steps: []*Step{}}
 	r.info.Plan = plan
 	c := r.e.loopRun(r, plan)
 	c.fallback = true
-	if r.e.fallback == nil || r.e.fallback.Resume == nil {
-		return c.Finish(StatusFailed, "", &Error{Code: CodeNotResumable, Message: fmt.Sprintf("run %s paused in its planner's reactive fallback, and no planner model is configured here to go on with it; configure the planner block and resume again", r.execID)})
-	}
 	ctx = toolcontext.WithBudget(toolcontext.WithExecID(ctx, r.execID), r.budget)
 	return r.e.fallback.Resume(r.withClientSide(ctx), c, r.req, cont)
 }

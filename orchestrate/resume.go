@@ -51,6 +51,9 @@ func (e *Engine) Resume(ctx context.Context, req *Request) *Envelope {
 	default:
 		return e.refuse(ctx, "resume.exec_id", CodeNotResumable, fmt.Sprintf("run %s is %s; only paused, interrupted and failed runs can be resumed", cp.ExecID, cp.Status), "")
 	}
+	if _, ok := cp.Loops[FallbackStep]; ok && cp.Request.Plan == nil && (e.fallback == nil || e.fallback.Resume == nil) {
+		return e.refuse(ctx, "resume.exec_id", CodeNotResumable, fmt.Sprintf("run %s paused in its planner's reactive fallback, and no planner model is configured here to go on with it; configure the planner block and resume again (the run stays paused)", cp.ExecID), "")
+	}
 	steps := slices.Sorted(maps.Keys(results))
 	for id := range continues {
 		steps = append(steps, id)
