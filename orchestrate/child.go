@@ -87,10 +87,7 @@ func (e *Engine) loopRun(r *run, plan *Plan) *ChildRun {
 // fallback.
 func (r *run) runFallback(ctx context.Context, err error) *Envelope {
 	r.fire(fsm.EventFallback)
-	plan := &Plan{Type: "tool_calls", Schedule: ScheduleSequential, Steps: []*Step{}}
-	r.info.Plan = plan
-	c := r.e.loopRun(r, plan)
-	c.fallback = true
+	c := r.fallbackRun()
 	// What the loop calls is the run's: its children, drawing from its
 	// budget node. Its client-final calls pause the run.
 	ctx = toolcontext.WithBudget(toolcontext.WithExecID(ctx, r.execID), r.budget)
@@ -98,6 +95,16 @@ func (r *run) runFallback(ctx context.Context, err error) *Envelope {
 		return env
 	}
 	return c.Finish(StatusFailed, "", &Error{Code: CodePlannerFailed, Message: err.Error()})
+}
+
+// fallbackRun returns the ChildRun that makes the steps of r's fallback,
+// which ends r.
+func (r *run) fallbackRun() *ChildRun {
+	plan := &Plan{Type: "tool_calls", Schedule: ScheduleSequential, Steps: []*Step{}}
+	r.info.Plan = plan
+	c := r.e.loopRun(r, plan)
+	c.fallback = true
+	return c
 }
 
 // ExecID returns the child run's exec id.

@@ -208,10 +208,7 @@ func (c *ChildRun) NumberFrom(steps, calls int) {
 // made sure the engine has a Fallback to go on with.
 func (r *run) resumeFallback(ctx context.Context, cont *registry.Continuation) *Envelope {
 	r.fire(fsm.EventResume)
-	plan := &Plan{Type: "tool_calls", Schedule: ScheduleSequential, Steps: []*Step{}}
-	r.info.Plan = plan
-	c := r.e.loopRun(r, plan)
-	c.fallback = true
+	c := r.fallbackRun()
 	ctx = toolcontext.WithBudget(toolcontext.WithExecID(ctx, r.execID), r.budget)
 	return r.e.fallback.Resume(r.withClientSide(ctx), c, r.req, cont)
 }
