@@ -2,6 +2,7 @@ package agents
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,6 +16,7 @@ import (
 
 	template "github.com/DataDog/datadog-agent/pkg/template/text"
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/orchestra-mcp/orchestra/budget"
@@ -70,8 +72,10 @@ type Agent struct {
 	Config Config
 	model  llm.Model          // its own (agents.<name>.model), if any
 	data   *jsonschema.Schema // the output_schema, if any
-	opts   Options
-	log    *slog.Logger
+	// version is the hash of the agent's configuration block.
+	version string
+	opts    Options
+	log     *slog.Logger
 }
 
 // ToolName returns the catalog name of the agent called name.
@@ -94,11 +98,11 @@ func New(cfgs map[string]Config, opts Options) ([]*Agent, error) {
 			problems = append(problems, p...)
 			continue
 		}
-		a := &Agent{Name: name, Config: cfg, opts: opts, log: log.With("agent", name)}
+		a := &Agent{Name: name, Config: cfg, opts: opts, log: log.With("agent", name), version: ConfigVersion(cfg)}
 		if cfg.Model != nil {
 			m, err := opts.NewModel(*cfg.Model)
 			if err != nil {
-				problems = append(problems, fmt.Sprintf("agents.%s.model: %v", name, err))
+				problems = append(problems, fmt.Sprintf("agent %s: its model (agents.%s.model) cannot be used: %v; fix agents.%s.model, or remove it to give the agent the planner's model", name, name, err, name))
 				continue
 			}
 			a.model = m
@@ -219,6 +223,24 @@ const maxToolResultBytes = 32 << 10
 // that stopped waiting, whose step is cancelled.
 func (a *Agent) call(ctx context.Context, cr *registry.CallRequest) (*registry.Result, error) {
 	start := time.Now()
+	req, reqErr := decodeRequest(cr.Arguments)
+	if reqErr != nil {
+		req = &ExecutionRequest{}
+	} else {
+		reqErr = a.checkSelected(req)
+	}
+	// The request has an id: its caller's request's, else the one it
+	// sends, else a new one. The agent's tool calls carry it.
+	ids, _ := toolcontext.IDsFrom(ctx)
+	if ids.RequestID == "" {
+		ids.RequestID = req.RequestID
+		if ids.RequestID == "" {
+			ids.RequestID = uuid.NewString()
+		}
+		ctx = toolcontext.WithIDs(ctx, ids)
+	}
+	meta := Metadata{Agent: a.Name, Model: a.ModelName(), RoutingMode: routingMode(ctx, req), Tools: []string{}, ConfigVersion: a.version}
+	requestID := cmp.Or(req.RequestID, ids.RequestID)
 	engine, scope := a.opts.Engine, func(string) bool { return true }
 	scoped := false
 	if a.opts.Scope != nil {
@@ -239,7 +261,7 @@ func (a *Agent) call(ctx context.Context, cr *registry.CallRequest) (*registry.R
 	if c := cr.Continue; c != nil {
 		cont = &loopState{}
 		if err := json.Unmarshal(c.State, cont); err != nil || cont.ExecID == "" {
-			resp := &ExecutionResponse{Status: StatusError, Metadata: Metadata{Agent: a.Name, Model: a.ModelName()},
+			resp := &ExecutionResponse{RequestID: requestID, Status: StatusError, Metadata: meta,
 				Error: &ResponseError{Code: orchestrate.CodeInvalidInput, Message: fmt.Sprintf("agent %s cannot go on: the state of its paused loop does not decode; start the run again", a.Name)}}
 			return result(resp), nil
 		}
@@ -253,21 +275,23 @@ func (a *Agent) call(ctx context.Context, cr *registry.CallRequest) (*registry.R
 		child, cctx, err = engine.StartChild(ctx, ToolName(a.Name))
 	}
 	if err != nil {
-		resp := &ExecutionResponse{Status: StatusError, Metadata: Metadata{Agent: a.Name, Model: a.ModelName()},
+		resp := &ExecutionResponse{RequestID: requestID, Status: StatusError, Metadata: meta,
 			Error: &ResponseError{Code: orchestrate.CodeLimitExceeded, Message: fmt.Sprintf("agent %s did not start: %v", a.Name, err)}}
 		return result(resp), nil
 	}
-	resp := &ExecutionResponse{Status: StatusSuccess, Metadata: Metadata{Agent: a.Name, Model: a.ModelName(), ExecID: child.ExecID()}}
+	meta.ExecID = child.ExecID()
+	resp := &ExecutionResponse{RequestID: requestID, Status: StatusSuccess, Metadata: meta}
 	if cont != nil {
 		m := cont.Metadata
 		resp.Metadata.ModelCalls, resp.Metadata.ToolCalls, resp.Metadata.TokensIn, resp.Metadata.TokensOut = m.ModelCalls, m.ToolCalls, m.TokensIn, m.TokensOut
+		if m.Tools != nil {
+			resp.Metadata.Tools = m.Tools
+		}
 		start = start.Add(-time.Duration(m.DurationMS) * time.Millisecond)
 	}
 	var loopErr *orchestrate.Error
 	var handoff *registry.Handoff
-	req, err := decodeRequest(cr.Arguments)
-	if err == nil {
-		resp.RequestID = req.RequestID
+	if reqErr == nil {
 		var only func(string) bool
 		if scoped {
 			only = scope
@@ -278,7 +302,7 @@ func (a *Agent) call(ctx context.Context, cr *registry.CallRequest) (*registry.R
 		}
 		handoff = a.safeRun(cctx, child, req, resp, only, cr.Progress, cont, results)
 	} else {
-		resp.Status, resp.Error = StatusError, &ResponseError{Code: orchestrate.CodeInvalidInput, Message: err.Error()}
+		resp.Status, resp.Error = StatusError, &ResponseError{Code: orchestrate.CodeInvalidInput, Message: reqErr.Error()}
 	}
 	if handoff != nil && ctx.Err() == nil {
 		if r, ok := a.pause(ctx, child, cr, resp, handoff, start); ok {
@@ -304,6 +328,30 @@ func (a *Agent) call(ctx context.Context, cr *registry.CallRequest) (*registry.R
 	}
 	child.Finish(status, resp.Result.Text, loopErr)
 	return result(resp), nil
+}
+
+// checkSelected refuses a request whose selected_agent names another
+// agent than a.
+func (a *Agent) checkSelected(req *ExecutionRequest) error {
+	if req.SelectedAgent == "" || req.SelectedAgent == a.Name {
+		return nil
+	}
+	fix := fmt.Sprintf("there is no agent %q", req.SelectedAgent)
+	if _, ok := a.opts.Catalog.Lookup(ToolName(req.SelectedAgent)); ok {
+		fix = "call " + ToolName(req.SelectedAgent) + " for it"
+	}
+	return fmt.Errorf("selected_agent is %q, but this is agent %s (%s): send selected_agent %q, or leave it out; %s",
+		req.SelectedAgent, a.Name, ToolName(a.Name), a.Name, fix)
+}
+
+// routingMode is who chose the agent of a call: auto when a model
+// orchestra runs did (its planner, its fallback, another agent), else
+// what the request says, manual by default.
+func routingMode(ctx context.Context, req *ExecutionRequest) string {
+	if c, ok := toolcontext.CallFrom(ctx); ok && c.Auto {
+		return RoutingAuto
+	}
+	return cmp.Or(req.RoutingMode, RoutingManual)
 }
 
 // safeRun runs the loop; a panic in it is the response's error, and the
@@ -440,6 +488,9 @@ func (a *Agent) run(ctx context.Context, child *orchestrate.ChildRun, req *Execu
 		Call: func(ctx context.Context, tc llm.ToolCall) string {
 			calls++
 			resp.Metadata.ToolCalls++
+			if !slices.Contains(resp.Metadata.Tools, tc.Name) {
+				resp.Metadata.Tools = append(resp.Metadata.Tools, tc.Name)
+			}
 			if progress != nil {
 				progress(registry.Progress{Progress: float64(calls), Message: fmt.Sprintf("agent %s: calling %s", a.Name, tc.Name)})
 			}

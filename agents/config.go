@@ -1,6 +1,9 @@
 package agents
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"path"
@@ -114,4 +117,18 @@ func allows(globs []string, name string) bool {
 		}
 	}
 	return false
+}
+
+// ConfigVersion is the version of an agent's configuration block: the
+// first 16 hex digits of the SHA-256 of its JSON encoding (object keys
+// sorted), so that it changes when and only when the block does.
+func ConfigVersion(c Config) string {
+	data, err := json.Marshal(c)
+	if err != nil {
+		// Only a value JSON cannot encode (a NaN in a schema) fails; its
+		// text stands in.
+		data = fmt.Appendf(nil, "%#v", c)
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:8])
 }

@@ -23,9 +23,23 @@ type ExecutionRequest struct {
 	SessionContext map[string]any `json:"session_context,omitempty"`
 	// AgentInstructions add to the agent's own instructions for this request.
 	AgentInstructions string `json:"agent_instructions,omitempty"`
-	// RequestID is echoed in the response.
+	// RequestID is echoed in the response; without it the response
+	// carries the request's own id (one is made when there is none).
 	RequestID string `json:"request_id,omitempty"`
+	// RoutingMode says who chose the agent: RoutingManual (the caller, the
+	// default) or RoutingAuto (a router). A call whose agent orchestra's
+	// planner, its fallback or another agent chose is auto whatever it says.
+	RoutingMode string `json:"routing_mode,omitempty"`
+	// SelectedAgent, when set, names the agent the request is for: it must
+	// be the agent called.
+	SelectedAgent string `json:"selected_agent,omitempty"`
 }
+
+// Routing modes of an [ExecutionRequest].
+const (
+	RoutingAuto   = "auto"
+	RoutingManual = "manual"
+)
 
 // Statuses of an [ExecutionResponse].
 const (
@@ -77,6 +91,14 @@ type Metadata struct {
 	// ExecID names the agent run's execution record, a child of the
 	// caller's.
 	ExecID string `json:"exec_id"`
+	// RoutingMode is who chose the agent: RoutingAuto or RoutingManual.
+	RoutingMode string `json:"routing_mode"`
+	// Tools names the tools the agent called, each once, in the order of
+	// their first call.
+	Tools []string `json:"tools"`
+	// ConfigVersion names the agent's configuration: a hash of its block
+	// (agents.<name>), the same as long as the block is.
+	ConfigVersion string `json:"config_version"`
 }
 
 // decodeRequest reads an ExecutionRequest from a tool's arguments,
@@ -100,6 +122,11 @@ func decodeRequest(args map[string]any) (*ExecutionRequest, error) {
 	if err := json.Unmarshal(data, &req); err != nil {
 		return nil, err
 	}
+	switch req.RoutingMode {
+	case "", RoutingAuto, RoutingManual:
+	default:
+		return nil, fmt.Errorf("routing_mode is %q; send %q (a router chose the agent) or %q (the caller did), or leave it out", req.RoutingMode, RoutingAuto, RoutingManual)
+	}
 	return &req, nil
 }
 
@@ -119,7 +146,9 @@ func inputSchema(actions []string) *jsonschema.Schema {
 			"with":               obj("Another name for parsed_parameters."),
 			"session_context":    obj("What is known of the user and the session."),
 			"agent_instructions": str("Instructions added to the agent's own for this request."),
-			"request_id":         str("Echoed in the response."),
+			"request_id":         str("Echoed in the response; made when not sent."),
+			"routing_mode":       {Type: "string", Enum: []any{RoutingAuto, RoutingManual}, Description: "Who chose this agent: a router (auto) or the caller (manual, the default)."},
+			"selected_agent":     str("This agent's name, when sent."),
 		},
 		AdditionalProperties: &jsonschema.Schema{Not: &jsonschema.Schema{}},
 	}
@@ -168,8 +197,11 @@ func outputSchema(data *jsonschema.Schema) *jsonschema.Schema {
 				Properties: map[string]*jsonschema.Schema{
 					"agent": str(), "model": str(), "exec_id": str(),
 					"model_calls": integer(), "tool_calls": integer(), "tokens_in": integer(), "tokens_out": integer(), "duration_ms": integer(),
+					"routing_mode":   {Type: "string", Enum: []any{RoutingAuto, RoutingManual}},
+					"tools":          {Type: "array", Items: str()},
+					"config_version": str(),
 				},
-				Required: []string{"agent", "model", "model_calls", "tool_calls", "tokens_in", "tokens_out", "duration_ms", "exec_id"},
+				Required: []string{"agent", "model", "model_calls", "tool_calls", "tokens_in", "tokens_out", "duration_ms", "exec_id", "routing_mode", "tools", "config_version"},
 			},
 		},
 		Required: []string{"request_id", "status", "result", "error", "metadata"},

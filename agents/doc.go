@@ -7,7 +7,11 @@
 // [ExecutionRequest] and its structured output an [ExecutionResponse],
 // whose outputSchema is published with the agent's own output_schema as
 // result.data, so that a plan's template into result.data is checked
-// before anything runs.
+// before anything runs. The request says who chose the agent
+// (routing_mode, auto whenever orchestra's planner, its fallback or another
+// agent did) and may name it (selected_agent, which must be this agent); the
+// response's metadata echoes the routing, names the tools the agent called
+// and the version of its configuration ([ConfigVersion]).
 //
 // Each call is a child execution of the run that made it (its records
 // name that run as their parent): its model calls and tool calls are its

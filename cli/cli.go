@@ -29,13 +29,15 @@ type command struct {
 // reference list them.
 var commands = []command{
 	{"serve", "[--config FILE] [--store PATH] [--http ADDR] [--stateless] [--insecure] [--metrics-addr ADDR]", "Serve MCP over stdio, or Streamable HTTP at /mcp with --http.", cmdServe},
-	{"run", "[--config FILE] [--store PATH] PLAN.json|-", "Run a plan (the tool's input, or just a plan) and print the result envelope as JSON.", cmdRun},
+	{"run", "[--config FILE] [--store PATH] [--background --url URL] PLAN.json|-", "Run a plan (the tool's input, or just a plan) and print the result envelope as JSON; with --background, start it in the server at --url and print its exec id.", cmdRun},
+	{"wait", "--url URL ID", "Wait for a background run in the server at --url and print its final envelope.", cmdWait},
+	{"cancel", "--url URL ID", "Cancel a background run in the server at --url and print its envelope.", cmdCancel},
 	{"validate", "[--config FILE] PLAN.json|-", "Check a plan against every plan-time rule without running it.", cmdValidate},
 	{"tools", "[--config FILE] [--json]", "List the tools a plan can call, with their schemas.", listing("print the full catalog with input and output schemas as JSON", showTools)},
 	{"agents", "[--config FILE] [--json]", "List the configured agents with their tools, models and allowed tools.", listing("print every agent with its tool, model, allowed tools and schemas as JSON", showAgents)},
 	{"version", "", "Print the version.", cmdVersion},
 	{"executions", "[--store PATH] [--json] [--limit N] [--status S] [ID]", "List recent runs from the execution records, newest first, or show one run's envelope and step records.", cmdExecutions},
-	{"resume", "[--config FILE] [--store PATH] [--results FILE|-] ID", "Continue a run: an interrupted or failed one runs only the steps that did not succeed; a paused one takes the results of its pending calls.", cmdResume},
+	{"resume", "[--config FILE] [--store PATH] [--results FILE|-] ID", "Continue a run: an interrupted, failed or cancelled one runs only the steps that did not succeed; a paused one takes the results of its pending calls.", cmdResume},
 	{"plan", `[--config FILE] "goal"|-`, "Ask the configured planner model for a plan and print it, validated, as JSON; nothing runs.", cmdPlan},
 	{"ask", `[--config FILE] [--store PATH] [--json] [--fallback reactive] [--context FILE] "goal"|-`, "Plan, run and answer a goal with the configured planner model (two model calls), and print the answer; the run is recorded like run's.", cmdAsk},
 	{"insights", "[--store PATH] [--json] [--tool NAME] [list|clear]", "List the lessons learned from past runs that the planner is shown (per tool: what failed and what fixed it), or clear them.", cmdInsights},

@@ -20,7 +20,7 @@ func cmdExecutions(ctx context.Context, env *cliEnv, args []string) int {
 	cf.storeFlag(fs)
 	asJSON := fs.Bool("json", false, "print JSON: a page of runs, or one run with its envelope and steps")
 	limit := fs.Int("limit", 20, "list at most `N` runs")
-	status := fs.String("status", "", "list only runs with `STATUS`: running, paused, success, failed, partial or interrupted")
+	status := fs.String("status", "", "list only runs with `STATUS`: running, paused, success, failed, partial, interrupted or cancelled")
 	cursor := fs.String("cursor", "", "continue a listing from the `CURSOR` the previous page printed")
 	tenant := fs.String("tenant", "", "show only the runs of tenant `NAME` (\"\" shows every run)")
 	if code, ok := parse(env, fs, args); !ok {

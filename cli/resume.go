@@ -9,7 +9,7 @@ import (
 	"github.com/orchestra-mcp/orchestra/server"
 )
 
-// cmdResume continues a run: an interrupted or failed one runs the steps
+// cmdResume continues a run: an interrupted, failed or cancelled one runs the steps
 // that did not succeed; a paused one goes on with the results of its
 // pending calls (--results, a JSON object by step id).
 func cmdResume(ctx context.Context, env *cliEnv, args []string) int {

@@ -88,6 +88,18 @@ type Limits struct {
 	// take one now; a freed slot goes to the waiting caller that runs the
 	// fewest plans. Past it the call fails with busy. Default 10s.
 	QueueTimeout time.Duration `yaml:"queue_timeout" json:"queue_timeout"`
+	// MaxBackground is how many background runs ("background": true) one
+	// caller may hold at once, running or waiting for a slot; one more is
+	// refused with queue_full until one of them ends. A tenant's callers
+	// together are bounded by the tenant's own max_background. Default an
+	// eighth of max_concurrent_plans.
+	MaxBackground int `yaml:"max_background" json:"max_background"`
+	// BackgroundQueueDepth is how many background runs the process holds
+	// at once, all callers together; one more is refused with queue_full.
+	// Each holds a slot of max_concurrent_plans while it runs, so the
+	// depth below that keeps slots for calls that wait for their answer.
+	// Default half of max_concurrent_plans.
+	BackgroundQueueDepth int `yaml:"background_queue_depth" json:"background_queue_depth"`
 	// MaxDownstreamResponseBytes is the largest tool result, as JSON, that
 	// a downstream MCP server may return; a larger one fails the call.
 	MaxDownstreamResponseBytes int64 `yaml:"max_downstream_response_bytes" json:"max_downstream_response_bytes"`
@@ -263,6 +275,8 @@ func (c *Config) applyDefaults() {
 	setInt(&l.MaxConcurrentPlans, DefaultMaxConcurrentPlans)
 	setInt(&l.PlansPerOwner, max(1, l.MaxConcurrentPlans/4))
 	setInt(&l.PlansPerTenant, max(1, l.MaxConcurrentPlans/2))
+	setInt(&l.MaxBackground, max(1, l.MaxConcurrentPlans/8))
+	setInt(&l.BackgroundQueueDepth, max(1, l.MaxConcurrentPlans/2))
 	if l.QueueTimeout == 0 {
 		l.QueueTimeout = DefaultQueueTimeout
 	}
@@ -381,7 +395,7 @@ func Parse(data []byte, lookup func(string) (string, bool)) (*Config, error) {
 func (c *Config) validate() error {
 	var problems []string
 	l := c.Limits
-	for name, v := range map[string]int{"max_depth": l.MaxDepth, "max_steps": l.MaxSteps, "max_parallel": l.MaxParallel, "max_nesting": l.MaxNesting, "max_attempts": l.MaxAttempts, "max_step_output_bytes": l.MaxStepOutputBytes, "max_response_bytes": l.MaxResponseBytes, "max_templates": l.MaxTemplates, "max_argument_bytes": l.MaxArgumentBytes, "max_run_bytes": l.MaxRunBytes, "planner_attempts": l.PlannerAttempts, "max_tool_steps": l.MaxToolSteps, "max_concurrent_plans": l.MaxConcurrentPlans, "max_iterations": l.MaxIterations, "max_tool_calls": l.MaxToolCalls, "max_model_calls": l.MaxModelCalls, "max_agent_runs": l.MaxAgentRuns, "plans_per_owner": l.PlansPerOwner, "plans_per_tenant": l.PlansPerTenant} {
+	for name, v := range map[string]int{"max_depth": l.MaxDepth, "max_steps": l.MaxSteps, "max_parallel": l.MaxParallel, "max_nesting": l.MaxNesting, "max_attempts": l.MaxAttempts, "max_step_output_bytes": l.MaxStepOutputBytes, "max_response_bytes": l.MaxResponseBytes, "max_templates": l.MaxTemplates, "max_argument_bytes": l.MaxArgumentBytes, "max_run_bytes": l.MaxRunBytes, "planner_attempts": l.PlannerAttempts, "max_tool_steps": l.MaxToolSteps, "max_concurrent_plans": l.MaxConcurrentPlans, "max_iterations": l.MaxIterations, "max_tool_calls": l.MaxToolCalls, "max_model_calls": l.MaxModelCalls, "max_agent_runs": l.MaxAgentRuns, "plans_per_owner": l.PlansPerOwner, "plans_per_tenant": l.PlansPerTenant, "max_background": l.MaxBackground, "background_queue_depth": l.BackgroundQueueDepth} {
 		if v < 0 {
 			problems = append(problems, fmt.Sprintf("limits.%s must not be negative", name))
 		}

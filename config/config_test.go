@@ -40,6 +40,9 @@ func TestDefaults(t *testing.T) {
 	if got, want := d.EngineLimits(), orchestrate.DefaultLimits(); got != want {
 		t.Errorf("default limits = %+v, want %+v", got, want)
 	}
+	if l := d.Limits; l.MaxBackground != 8 || l.BackgroundQueueDepth != 32 {
+		t.Errorf("default background limits: max_background %d, background_queue_depth %d; want 8 and 32", l.MaxBackground, l.BackgroundQueueDepth)
+	}
 	if d.Server.MaxRequestBytes != 4<<20 || d.Server.ShutdownGrace != 10*time.Second || *d.Server.SessionTimeout != 30*time.Minute || !d.Server.ExposeBuiltinTools() {
 		t.Errorf("default server = %+v", d.Server)
 	}
@@ -112,12 +115,14 @@ func TestErrors(t *testing.T) {
 		{"missing env", "builtins:\n  http_request:\n    allowed_hosts:\n      - ${API_HOST}\n", nil, `^:4: environment variable API_HOST is not set \(used in builtins.http_request.allowed_hosts\[0\]\); set it or write \$\{API_HOST:-default\}`},
 		{"missing env in server", "server:\n  shutdown_grace: ${GRACE}\n", nil, `^:2: environment variable GRACE is not set \(used in server.shutdown_grace\)`},
 		{"negative limit", "limits:\n  max_steps: -1\n", nil, `limits.max_steps must not be negative`},
+		{"negative background limits", "limits:\n  max_background: -1\n  background_queue_depth: -2\n", nil, `limits.background_queue_depth must not be negative; limits.max_background must not be negative`},
 		{"negative limits", "limits:\n  max_parallel: -2\n  max_depth: -1\n", nil, `limits.max_depth must not be negative; limits.max_parallel must not be negative`},
 		{"negative timeout", "limits:\n  step_timeout: -1s\n", nil, `limits.step_timeout must not be negative`},
 		{"negative request limit", "server:\n  max_request_bytes: -1\n", nil, `server.max_request_bytes, server.max_request_depth and server.max_request_elements must not be negative`},
 		{"negative grace", "server:\n  shutdown_grace: -1s\n", nil, `server.shutdown_grace must not be negative`},
 		{"negative session timeout", "server:\n  session_timeout: -1s\n", nil, `server.session_timeout must not be negative`},
 		{"malformed YAML", "limits:\n  max_steps: [1\n", nil, `^:\d+: did not find expected`},
+		{"unknown key in a server", "mcpServers:\n  d:\n    url: http://127.0.0.1:9/mcp\n    forward_id: false\n", nil, `^:4: unknown key "forward_id" in mcpServers.d; did you mean "forward_ids"\?`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := config.Parse([]byte(tc.src), env(tc.env))
@@ -232,6 +237,9 @@ store:
 	for _, bad := range []struct{ yaml, want string }{
 		{"tenants: {a: {match: {tokens: [nobody]}}}", "not in server.auth.tokens"},
 		{"server: {auth: {tokens: [{name: a, token_env: A}]}}\ntenants: {a: {match: {tokens: [a]}, limits: {max_steps: 1000}}}", "may only lower"},
+		{"server: {auth: {tokens: [{name: a, token_env: A}]}}\ntenants: {a: {match: {tokens: [a]}, limits: {max_background: 33}}}", "tenants.a.limits.max_background is 33, above the global 32"},
+		{"limits: {background_queue_depth: 4}\nserver: {auth: {tokens: [{name: a, token_env: A}]}}\ntenants: {a: {match: {tokens: [a]}, limits: {max_background: 5}}}", "max_background is 5, above the global 4"},
+		{"server: {auth: {tokens: [{name: a, token_env: A}]}}\ntenants: {a: {match: {tokens: [a]}, limits: {max_background: -1}}}", "tenants.a.limits.max_background must not be negative"},
 		{"tenants: {a: {match: {claims: {org: x}}}}", "needs server.auth.jwt"},
 		{"server: {auth: {jwt: {issuer: x}}}", "needs issuer, audience and jwks_url"},
 		{"store: {url: mysql://x}", "postgres://"},
@@ -264,5 +272,17 @@ func TestLoadDevZero(t *testing.T) {
 	_, err := config.Load("/dev/zero")
 	if err == nil || !strings.Contains(err.Error(), "larger than") || !strings.Contains(err.Error(), "/dev/zero") {
 		t.Fatalf("err = %v, want /dev/zero refused as larger than the limit", err)
+	}
+}
+
+// TestForwardIDs: a server's forward_ids reads as it is written, and is
+// true when left out.
+func TestForwardIDs(t *testing.T) {
+	c, err := config.Parse([]byte("mcpServers:\n  quiet:\n    url: http://127.0.0.1:9/mcp\n    forward_ids: false\n  loud:\n    url: http://127.0.0.1:9/mcp\n"), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.MCPServers["quiet"].ForwardsIDs() || !c.MCPServers["loud"].ForwardsIDs() {
+		t.Errorf("forward_ids: quiet %v, loud %v; want false, true", c.MCPServers["quiet"].ForwardsIDs(), c.MCPServers["loud"].ForwardsIDs())
 	}
 }

@@ -107,6 +107,9 @@ type TenantLimits struct {
 	orchestrate.Limits `yaml:",inline"`
 	// MaxConcurrentPlans caps the tenant's orchestrations running at once.
 	MaxConcurrentPlans int `yaml:"max_concurrent_plans" json:"max_concurrent_plans"`
+	// MaxBackground caps the background runs the tenant's callers hold
+	// together; 0 leaves them bounded by limits.background_queue_depth.
+	MaxBackground int `yaml:"max_background" json:"max_background"`
 }
 
 // Planning reports whether the tenant may send prompts.
@@ -228,6 +231,11 @@ func (c *Config) checkTenantLimits(at string, tl TenantLimits) []string {
 	check("max_model_calls", int64(l.MaxModelCalls), int64(g.MaxModelCalls))
 	check("max_agent_runs", int64(l.MaxAgentRuns), int64(g.MaxAgentRuns))
 	check("max_concurrent_plans", int64(tl.MaxConcurrentPlans), int64(gPlans))
+	gDepth := c.Limits.BackgroundQueueDepth
+	if gDepth == 0 {
+		gDepth = max(1, gPlans/2)
+	}
+	check("max_background", int64(tl.MaxBackground), int64(gDepth))
 	if l.MaxMemoryBytes != 0 {
 		problems = append(problems, at+".limits.max_memory_bytes cannot be set: it bounds the whole process, not a tenant's runs")
 	}

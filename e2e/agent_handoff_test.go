@@ -64,8 +64,7 @@ func TestTSClientAgentHandoff(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 			defer cancel()
 			target, _ := json.Marshal([]string{orchestraBin, "serve", "--config", cfg, "--store", db})
-			cmd := exec.CommandContext(ctx, node, filepath.Join(clients, "agent_handoff.mjs"), string(target), mode, dir)
-			runClientScript(t, cmd, clients)
+			runTSClient(ctx, t, node, clients, "agent_handoff.mjs", string(target), mode, dir)
 			reqs := fake.Requests()
 			if len(reqs) != 2 {
 				t.Fatalf("the model was asked %d times; want 2 (each turn once)", len(reqs))

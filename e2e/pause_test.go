@@ -42,14 +42,7 @@ func buildFixture(t *testing.T, extra string) (dir, cfg string) {
 // TypeScript SDK client (testdata/clients/pause.mjs), which validates every
 // envelope against agent_orchestrate's output schema.
 func TestTSClientPauseAndResume(t *testing.T) {
-	node, err := exec.LookPath("node")
-	clients, _ := filepath.Abs(filepath.Join("testdata", "clients"))
-	if _, serr := os.Stat(filepath.Join(clients, "node_modules", "@modelcontextprotocol", "sdk")); serr != nil || err != nil {
-		if os.Getenv("ORCHESTRA_REQUIRE_NPM") != "" {
-			t.Fatal("the TypeScript clients are not installed: run `npm ci` in testdata/clients")
-		}
-		t.Skip("the TypeScript clients are not installed: run `npm ci` in testdata/clients")
-	}
+	node, clients := tsClients(t)
 	dir, cfg := buildFixture(t, "")
 	_, short := buildFixture(t, "limits:\n  pause_ttl: 1ms\n")
 	for _, tc := range []struct{ mode, cfg string }{{"pause", cfg}, {"expire", short}, {"ask", cfg}, {"ask-none", cfg}} {
@@ -57,17 +50,32 @@ func TestTSClientPauseAndResume(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 			defer cancel()
 			target, _ := json.Marshal([]string{orchestraBin, "serve", "--config", tc.cfg, "--store", filepath.Join(dir, tc.mode+".db")})
-			cmd := exec.CommandContext(ctx, node, filepath.Join(clients, "pause.mjs"), string(target), tc.mode)
-			runClientScript(t, cmd, clients)
+			runTSClient(ctx, t, node, clients, "pause.mjs", string(target), tc.mode)
 		})
 	}
 }
 
-// runClientScript runs a script of testdata/clients that prints one JSON
-// line {"ok", "checks", "error"}, fails the test unless it is ok, and logs
-// its checks.
-func runClientScript(t *testing.T, cmd *exec.Cmd, clients string) {
+// tsClients returns node and the directory of the TypeScript clients
+// (testdata/clients), or skips the test when they are not installed
+// (fails it with ORCHESTRA_REQUIRE_NPM).
+func tsClients(t *testing.T) (node, clients string) {
 	t.Helper()
+	node, err := exec.LookPath("node")
+	clients, _ = filepath.Abs(filepath.Join("testdata", "clients"))
+	if _, serr := os.Stat(filepath.Join(clients, "node_modules", "@modelcontextprotocol", "sdk")); serr != nil || err != nil {
+		if os.Getenv("ORCHESTRA_REQUIRE_NPM") != "" {
+			t.Fatal("the TypeScript clients are not installed: run `npm ci` in testdata/clients")
+		}
+		t.Skip("the TypeScript clients are not installed: run `npm ci` in testdata/clients")
+	}
+	return node, clients
+}
+
+// runTSClient runs a script of the TypeScript clients with args and fails
+// the test unless it prints {"ok": true, ...}; it logs the script's checks.
+func runTSClient(ctx context.Context, t *testing.T, node, clients, script string, args ...string) {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, node, append([]string{filepath.Join(clients, script)}, args...)...)
 	cmd.Dir = clients
 	out, err := cmd.Output()
 	if err != nil {

@@ -144,7 +144,7 @@ func (c *ChildRun) Call(ctx context.Context, name string, args map[string]any) *
 	c.mu.Unlock()
 	callHook(c.r, "StepStarted", c.r.hooks.StepStarted, StepStartedInfo{Run: c.r.info, At: now, Step: started})
 
-	got := c.quiet.CallTool(ctx, id, name, args, c.r.req.Bindings)
+	got := c.quiet.callTool(ctx, id, name, args, c.r.req.Bindings, &toolcontext.Call{ExecID: c.r.execID, StepID: id, Auto: true})
 	c.mu.Lock()
 	got.ID, got.Index, got.Path, got.ExecID, got.StartedAt = id, n, rec.Path, rec.ExecID, &now
 	got.DurationMS = time.Since(now).Milliseconds()
@@ -219,6 +219,12 @@ func (c *ChildRun) envelope(status, answer string, edit func(*Artifact), errs []
 // a model can act on, when the call is invalid or the tool failed. The
 // run's deadline is ctx's; templates in args may reach bindings.
 func (e *Engine) CallTool(ctx context.Context, id, name string, args, bindings map[string]any) *StepRecord {
+	return e.callTool(ctx, id, name, args, bindings, nil)
+}
+
+// callTool is CallTool; loop, when set, is the tool loop's step the call
+// is (the tool is told its ids).
+func (e *Engine) callTool(ctx context.Context, id, name string, args, bindings map[string]any, loop *toolcontext.Call) *StepRecord {
 	rec := &StepRecord{ID: id, Path: "plan.steps[0]", Type: "tool", Tool: name, Status: StatusFailed, Arguments: args}
 	fail := func(code Code, msg string) *StepRecord {
 		rec.Error = &Error{StepID: id, Code: code, Message: msg}
@@ -234,7 +240,7 @@ func (e *Engine) CallTool(ctx context.Context, id, name string, args, bindings m
 	}
 	// A tool loop cannot wait for a client: a client-final tool is refused
 	// with client_in_loop rather than pausing.
-	sub := &Request{Plan: plan, Bindings: bindings, NoPause: true}
+	sub := &Request{Plan: plan, Bindings: bindings, NoPause: true, loop: loop}
 	if dl, ok := ctx.Deadline(); ok {
 		sub.TimeoutMS = max(1, int(time.Until(dl).Milliseconds()))
 	}

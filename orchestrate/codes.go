@@ -142,6 +142,10 @@ const (
 	// CodeBusy: the server (or the caller's tenant) is at its limit of
 	// plans or memory; retry in a moment.
 	CodeBusy Code = "busy"
+	// CodeQueueFull: a background run would pass limits.max_background
+	// (the caller's, or its tenant's) or limits.background_queue_depth
+	// (the server's); retry once one ends, after retry_after_ms.
+	CodeQueueFull Code = "queue_full"
 	// CodePlannerFailed: no plan could be made from the prompt (no planner
 	// configured, or the planner's attempts failed).
 	CodePlannerFailed Code = "planner_failed"
@@ -175,10 +179,11 @@ const (
 	CodeClientError Code = "client_error"
 	// CodePauseExpired: the run waited longer than limits.pause_ttl.
 	CodePauseExpired Code = "pause_expired"
-	// CodeUnknownRun: a resume names a run that does not exist (or that
-	// the caller may not see).
+	// CodeUnknownRun: a resume, an await or a cancel names a run that does
+	// not exist (or that the caller may not see).
 	CodeUnknownRun Code = "unknown_run"
-	// CodeNotResumable: the run is not paused, interrupted or failed.
+	// CodeNotResumable: the run is not paused, interrupted, failed or
+	// cancelled.
 	CodeNotResumable Code = "not_resumable"
 	// CodeAlreadyResumed: another resume took the run first.
 	CodeAlreadyResumed Code = "already_resumed"

@@ -251,6 +251,6 @@ func ResultFor(env *Envelope, protocol string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{
 		Content:           content,
 		StructuredContent: json.RawMessage(data),
-		IsError:           !env.Artifact.Success && env.Artifact.Status != StatusAwaitingClient,
+		IsError:           !env.Artifact.Success && env.Artifact.Status != StatusAwaitingClient && env.Artifact.Status != StatusRunning,
 	}
 }

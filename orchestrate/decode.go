@@ -138,7 +138,7 @@ func (d *decoder) result() []*Issue {
 	return append(d.issues, &Issue{Code: CodeTooManyIssues, Message: fmt.Sprintf("%d more errors are not listed; fix these and send the request again", d.more)})
 }
 
-var requestFields = []string{"plan", "prompt", "bindings", "timeout_ms", "max_parallel", "dry_run", "fallback", "response", "context", "client_tools", "resume"}
+var requestFields = []string{"plan", "prompt", "bindings", "timeout_ms", "max_parallel", "dry_run", "fallback", "response", "context", "client_tools", "resume", "background", "await", "cancel"}
 
 func (d *decoder) request(obj map[string]any) *Request {
 	if _, ok := obj["plan"]; !ok {
@@ -212,9 +212,27 @@ func (d *decoder) request(obj map[string]any) *Request {
 			req.ClientTools = d.clientTools(v, k)
 		case "resume":
 			req.Resume = d.resume(v, k)
+		case "background":
+			b, ok := v.(bool)
+			if !ok {
+				d.add("background", CodeInvalidValue, fmt.Sprintf("background must be true or false, not %s", schemas.TypePhrase(v)))
+			}
+			req.Background = b
+		case "await":
+			req.Await = d.await(v, k)
+		case "cancel":
+			req.Cancel = d.cancel(v, k)
 		default:
 			d.unknown("", k, requestFields)
 		}
+	}
+	if req.Await != nil || req.Cancel != nil {
+		d.control(obj, req)
+		return req
+	}
+	switch {
+	case req.Background && req.DryRun:
+		d.add("background", CodeInvalidRequest, "a dry run only validates and answers at once; send it without background")
 	}
 	switch {
 	case req.Resume != nil && (req.Plan != nil || req.Prompt != ""):

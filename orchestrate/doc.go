@@ -59,6 +59,7 @@
 //	pause_schedule.go  the scheduler's side of a pause and a resume
 //	pause_store.go     checkpoints: what a paused or interrupted run needs to go on
 //	resume.go          resuming a run under its exec id, without running ended steps again
+//	background.go      background runs: await and cancel decoded, the running envelope
 //	record.go          the records of steps and the one place a step ends
 //	redact.go          secrets cut out of errors and issues
 //	truncate.go        output caps

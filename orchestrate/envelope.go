@@ -38,7 +38,9 @@ type Envelope struct {
 
 // Artifact is the outcome of one orchestration.
 type Artifact struct {
-	// Status is success, failed or partial.
+	// Status is success, failed, partial or cancelled (the caller or the
+	// server stopped the run); running for a background run that goes on,
+	// awaiting_client for a paused one.
 	Status  string `json:"status"`
 	Success bool   `json:"success"`
 	// DryRun is set when the plan was only validated.
@@ -74,6 +76,9 @@ type Artifact struct {
 	Pending []*PendingCall `json:"pending,omitempty"`
 	// Resume says how to continue a paused run.
 	Resume *ResumeHint `json:"resume,omitempty"`
+	// Background is the progress of a run that goes on without its
+	// caller (status running), and how to await it.
+	Background *BackgroundInfo `json:"background,omitempty"`
 }
 
 // PlannerInfo records what the planner did for a prompt.
@@ -176,6 +181,9 @@ func (e *Envelope) Summary() string {
 		b.WriteString("Direct response; no tools ran.")
 	case a.Status == StatusAwaitingClient:
 		b.WriteString(pausedSummary(a, counts[StatusSuccess], leaves))
+	case a.Status == StatusRunning && a.Background != nil:
+		bg := a.Background
+		fmt.Fprintf(&b, "Running in the background as %s: %d of %d tool steps ended so far. Await it: {\"await\": {\"exec_id\": %q}}.", bg.ExecID, bg.StepsEnded, bg.Steps, bg.ExecID)
 	default:
 		fmt.Fprintf(&b, "Plan %s: %d of %d tool steps succeeded", a.Status, counts[StatusSuccess], leaves)
 		var rest []string
@@ -272,6 +280,17 @@ type snapshot struct {
 	meta      Metadata
 }
 
+// cancelled reports whether the run stopped because its caller cancelled
+// it (or the server stopped it): its own errors say so.
+func (s *snapshot) cancelled() bool {
+	for _, e := range s.errors {
+		if e.Code == CodeCancelled {
+			return true
+		}
+	}
+	return false
+}
+
 // envelope assembles the response of a run.
 func (s *snapshot) envelope() *Envelope {
 	a := &Artifact{Plan: s.plan, Steps: []*StepRecord{}, Errors: []*Error{}, ValidationErrors: []*Issue{}, Planner: s.planner}
@@ -319,7 +338,11 @@ func (s *snapshot) envelope() *Envelope {
 	a.Errors = append(append(a.Errors, stepErrs...), s.errors...)
 	a.DryRun = s.dryRun
 	switch {
-	case !s.completed || len(a.ValidationErrors) > 0:
+	case len(a.ValidationErrors) > 0:
+		a.Status = StatusFailed
+	case s.cancelled():
+		a.Status = StatusCancelled
+	case !s.completed:
 		a.Status = StatusFailed
 	case anyFailed:
 		a.Status = StatusPartial

@@ -66,8 +66,8 @@ func TestStopBetweenSteps(t *testing.T) {
 			if got, want := stepStatuses(env), []string{"0=success", "1=skipped"}; !slices.Equal(got, want) {
 				t.Errorf("steps = %v, want %v", got, want)
 			}
-			if env.Artifact.Status != StatusFailed || !slices.Contains(errorCodes(env), CodeCancelled) {
-				t.Errorf("status %s, errors %v; want failed with cancelled", env.Artifact.Status, errorCodes(env))
+			if env.Artifact.Status != StatusCancelled || !slices.Contains(errorCodes(env), CodeCancelled) {
+				t.Errorf("status %s, errors %v; want cancelled", env.Artifact.Status, errorCodes(env))
 			}
 			if got, want := lastTransition(te.rec), "cancelled: dispatching_step -> failed"; got != want {
 				t.Errorf("last transition %q, want %q", got, want)
@@ -110,8 +110,8 @@ func TestStopBetweenSteps(t *testing.T) {
 		if calls.Load() != 0 {
 			t.Errorf("the tool ran %d times in a cancelled orchestration", calls.Load())
 		}
-		if env.Artifact.Status != StatusFailed || !slices.Contains(errorCodes(env), CodeCancelled) {
-			t.Errorf("status %s, errors %v; want failed with cancelled", env.Artifact.Status, errorCodes(env))
+		if env.Artifact.Status != StatusCancelled || !slices.Contains(errorCodes(env), CodeCancelled) {
+			t.Errorf("status %s, errors %v; want cancelled", env.Artifact.Status, errorCodes(env))
 		}
 	})
 }

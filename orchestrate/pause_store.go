@@ -11,8 +11,8 @@ import (
 // steps that ended, and, while it is paused, the calls it waits for.
 type Checkpoint struct {
 	ExecID string
-	// Status is "paused", "interrupted" or "failed" for a run that can be
-	// resumed; anything else cannot be.
+	// Status is "paused", "interrupted", "failed" or "cancelled" for a run
+	// that can be resumed; anything else cannot be.
 	Status string
 	// Request holds the plan, bindings, client tools and the limits it
 	// asked for.
@@ -35,6 +35,7 @@ const (
 	CheckpointPaused      = "paused"
 	CheckpointInterrupted = "interrupted"
 	CheckpointFailed      = "failed"
+	CheckpointCancelled   = "cancelled"
 )
 
 // ErrClaimed is returned by PauseStore.Claim when another resume took the

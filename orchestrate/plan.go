@@ -1,6 +1,10 @@
 package orchestrate
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/orchestra-mcp/orchestra/toolcontext"
+)
 
 // Schedules.
 const (
@@ -188,10 +192,21 @@ type Request struct {
 	// Resume continues a paused, interrupted or failed run instead of
 	// starting one.
 	Resume *ResumeRequest `json:"resume,omitempty"`
+	// Background answers as soon as the request passed its checks, with
+	// the run's exec id; the run goes on without its caller, who awaits
+	// or cancels it (Await, Cancel) or reads its record.
+	Background bool `json:"background,omitempty"`
+	// Await waits for a background run's end, or reports its progress.
+	Await *AwaitRequest `json:"await,omitempty"`
+	// Cancel stops a background run.
+	Cancel *CancelRequest `json:"cancel,omitempty"`
 	// NoPause is set by tool loops (the reactive fallback), which cannot
 	// wait for a client: a plan that would pause is refused before it
 	// runs, with client_in_loop.
 	NoPause bool `json:"-"`
+	// loop, when set, is the tool loop's call this one-step run makes
+	// (ChildRun.Call): its tool is told that step and run, not this run's.
+	loop *toolcontext.Call
 }
 
 // Issue is a problem with a request or a plan: a validation error or a
@@ -215,6 +230,9 @@ type Issue struct {
 	AvailableFields []string `json:"available_fields,omitempty"`
 	// Suggestions are the closest known names to an unknown one.
 	Suggestions []string `json:"suggestions,omitempty"`
+	// RetryAfterMS is how long to wait before trying again, for a
+	// refusal that passes (queue_full).
+	RetryAfterMS int64 `json:"retry_after_ms,omitempty"`
 }
 
 func (i *Issue) Error() string {

@@ -44,12 +44,12 @@ func (e *Engine) Resume(ctx context.Context, req *Request) *Envelope {
 		if len(issues) > 0 {
 			return e.refuseAll(ctx, issues, cp.ExecID)
 		}
-	case CheckpointInterrupted, CheckpointFailed:
+	case CheckpointInterrupted, CheckpointFailed, CheckpointCancelled:
 		if len(rs.Results) > 0 {
 			return e.refuse(ctx, "resume.results", CodeInvalidRequest, fmt.Sprintf("run %s is %s and waits for no results; resume it without results to run the steps that did not succeed", cp.ExecID, cp.Status), "")
 		}
 	default:
-		return e.refuse(ctx, "resume.exec_id", CodeNotResumable, fmt.Sprintf("run %s is %s; only paused, interrupted and failed runs can be resumed", cp.ExecID, cp.Status), "")
+		return e.refuse(ctx, "resume.exec_id", CodeNotResumable, fmt.Sprintf("run %s is %s; only paused, interrupted, failed and cancelled runs can be resumed", cp.ExecID, cp.Status), "")
 	}
 	if _, ok := cp.Loops[FallbackStep]; ok && cp.Request.Plan == nil && (e.fallback == nil || e.fallback.Resume == nil) {
 		return e.refuse(ctx, "resume.exec_id", CodeNotResumable, fmt.Sprintf("run %s paused in its planner's reactive fallback, and no planner model is configured here to go on with it; configure the planner block and resume again (the run stays paused)", cp.ExecID), "")

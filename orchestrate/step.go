@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/orchestra-mcp/orchestra/registry"
+	"github.com/orchestra-mcp/orchestra/toolcontext"
 )
 
 // runLeaf runs one tool step with its retries.
@@ -70,7 +71,7 @@ func (r *run) call(ctx context.Context, s *Step, tool registry.Tool, args map[st
 		maxBackoff = 30 * time.Second
 	}
 	progress := r.progressFunc(s)
-	ctx = r.stepContext(ctx, s)
+	ctx = r.stepContext(toolcontext.WithCall(ctx, r.callOf(s)), s)
 	for attempt := 1; ; attempt++ {
 		r.mu.Lock()
 		r.records[s].Attempts = attempt
@@ -260,4 +261,13 @@ func toolErrorMessage(text string, structured bool) string {
 		return cut + " (the full result is in the step's output)"
 	}
 	return cut + fmt.Sprintf(" (%d bytes in all)", len(text))
+}
+
+// callOf names the call of step s for its tool: this run and the step,
+// or, for the one-step run of a tool loop's call, that loop's run and call.
+func (r *run) callOf(s *Step) toolcontext.Call {
+	if r.req.loop != nil {
+		return *r.req.loop
+	}
+	return toolcontext.Call{ExecID: r.execID, StepID: s.ID, Auto: r.req.Prompt != ""}
 }

@@ -265,7 +265,7 @@ func (s *Stream) start(st *Step, tool registry.Tool, args map[string]any) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		res, err := invokeSafely(ctx, tool, args)
+		res, err := invokeSafely(toolcontext.WithCall(ctx, s.r.callOf(st)), tool, args)
 		c.res, c.err = res, err
 		c.timedOut = ctx.Err() == context.DeadlineExceeded && s.base.Err() == nil
 		cancel()

@@ -48,6 +48,7 @@ A plan's "answer" (text with ${...}) or "return" (a template value) comes back a
 
 Step options: timeout_ms, retry {max_attempts, backoff_ms}, on_error: "continue", "when": "$c.output.ok" (runs only if truthy). Group: merge "collect" | "first_success" | "all_settled". "dry_run": true only validates.
 {"for_each": "$l.output.items", "do": {step using "$item.x", "$item_index"}} runs do per element; output: their array.
+"background": true answers at once, saying how to await or cancel the run.
 "client_tools" (run by you) pause the run (artifact.pending); go on with {"resume": {"exec_id": "...", "results": {"<step id>": output}}}.`
 
 // exampleBuiltins is the description's example plan, over built-in tools;
@@ -133,20 +134,34 @@ type HandlerOptions struct {
 	// plan sent as a JSON string in them); zero fields take the decoding
 	// gate's defaults (jsongate.DefaultDepth, jsongate.DefaultElements).
 	Gate jsongate.Limits
-	// Prompt runs the prompt path; nil means no planner is configured. It
-	// returns the tool's result: usually [Result] of the run's envelope, or
-	// a result asking the client for input (multi round-trip sampling).
-	Prompt func(ctx context.Context, req *mcp.CallToolRequest, r *Request) *mcp.CallToolResult
+	// Prompt runs the prompt path with engine e; nil means no planner is
+	// configured. It returns the tool's result: usually [Result] of the
+	// run's envelope, or a result asking the client for input (multi
+	// round-trip sampling).
+	Prompt func(ctx context.Context, e *Engine, req *mcp.CallToolRequest, r *Request) *mcp.CallToolResult
+	// Background, when set, takes a request with "background": true: it
+	// calls start, which runs the request as the handler would and returns
+	// its result, on a context of its own, and answers once the run passed
+	// its checks (see [Engine.RunningEnvelope]). Without it such a request
+	// is refused.
+	Background func(ctx context.Context, req *mcp.CallToolRequest, r *Request, start StartFunc) *mcp.CallToolResult
+	// Control, when set, answers await and cancel; without it they are
+	// refused.
+	Control func(ctx context.Context, req *mcp.CallToolRequest, r *Request) *mcp.CallToolResult
 	// Result turns a run's envelope into the tool's result; nil means
 	// [ResultFor] at the request's protocol. A server that asks the user
 	// of a paused run through the protocol's input requests answers with
 	// them instead.
 	Result func(req *mcp.CallToolRequest, env *Envelope) *mcp.CallToolResult
-	// Fallback, when set, returns what goes on with a run a resume takes
-	// up that paused in its planner's fallback ([Engine.WithFallback]);
-	// nil when no planner can.
-	Fallback func(req *mcp.CallToolRequest) *Fallback
+	// Fallback, when set, returns what goes on, with engine e, with a run
+	// a resume takes up that paused in its planner's fallback
+	// ([Engine.WithFallback]); nil when no planner can.
+	Fallback func(e *Engine, req *mcp.CallToolRequest) *Fallback
 }
+
+// StartFunc runs a decoded request with engine e (the plan, prompt or
+// resume path) and returns the tool's result.
+type StartFunc func(ctx context.Context, e *Engine) *mcp.CallToolResult
 
 // Handler returns the MCP handler of agent_orchestrate.
 func (e *Engine) Handler(opts HandlerOptions) mcp.ToolHandler {
@@ -173,27 +188,42 @@ func (e *Engine) Handler(opts HandlerOptions) mcp.ToolHandler {
 		if len(issues) > 0 {
 			return Result(e.Reject(ctx, issues)), nil
 		}
-		// The request's budget tree: its root, unless it runs for work
-		// that has one (an agent's nested plan draws from the agent's).
-		// The run it answers with keeps its bytes counted until the
-		// response is encoded.
-		ctx = e.Budgeted(ctx, r)
-		ctx, ans := withAnswer(ctx)
-		defer ans.release()
-		if r.Resume != nil {
-			re := e
-			if opts.Fallback != nil {
-				re = e.WithFallback(opts.Fallback(req))
+		if r.Await != nil || r.Cancel != nil {
+			if opts.Control == nil {
+				return Result(e.Reject(ctx, []*Issue{{Code: CodeInvalidRequest, Message: "await and cancel act on background runs, which this caller cannot start; send a plan or a prompt"}})), nil
 			}
-			return Result(re.Resume(ctx, r)), nil // whatever a planner is
+			return opts.Control(ctx, req, r), nil
 		}
-		if r.Plan == nil {
-			if opts.Prompt == nil {
-				return Result(e.Reject(ctx, []*Issue{{Path: "prompt", Code: CodePlannerFailed, Message: "no planner is configured, so a prompt cannot be turned into a plan: send a \"plan\" instead, or configure a planner (the planner block of the configuration file)"}})), nil
+		start := func(ctx context.Context, e *Engine) *mcp.CallToolResult {
+			// The request's budget tree: its root, unless it runs for
+			// work that has one (an agent's nested plan draws from the
+			// agent's). The run it answers with keeps its bytes counted
+			// until the response is encoded.
+			ctx = e.Budgeted(ctx, r)
+			ctx, ans := withAnswer(ctx)
+			defer ans.release()
+			if r.Resume != nil {
+				re := e
+				if opts.Fallback != nil {
+					re = e.WithFallback(opts.Fallback(e, req))
+				}
+				return Result(re.Resume(ctx, r)) // whatever a planner is
 			}
-			return opts.Prompt(ctx, req, r), nil
+			if r.Plan == nil {
+				if opts.Prompt == nil {
+					return Result(e.Reject(ctx, []*Issue{{Path: "prompt", Code: CodePlannerFailed, Message: "no planner is configured, so a prompt cannot be turned into a plan: send a \"plan\" instead, or configure a planner (the planner block of the configuration file)"}}))
+				}
+				return opts.Prompt(ctx, e, req, r)
+			}
+			return Result(e.Run(ctx, r))
 		}
-		return Result(e.Run(ctx, r)), nil
+		if r.Background {
+			if opts.Background == nil {
+				return Result(e.Reject(ctx, []*Issue{{Path: "background", Code: CodeInvalidRequest, Message: "this caller cannot start background runs (a plan's own steps wait for their runs); send the request without background"}})), nil
+			}
+			return opts.Background(ctx, req, r, start), nil
+		}
+		return start(ctx, e), nil
 	}
 }
 

@@ -200,7 +200,8 @@ const reflectSystem = `You are orchestra. A plan of tool calls failed. In one se
 // is logged, never reported.
 func (p *Planner) reflect(ctx context.Context, goal string, env *orchestrate.Envelope) {
 	a := env.Artifact
-	if !p.opts.Reflection || p.opts.Lessons == nil || p.opts.Model == nil || a == nil || a.Success {
+	// A run its caller stopped (cancelled) says nothing about its tools.
+	if !p.opts.Reflection || p.opts.Lessons == nil || p.opts.Model == nil || a == nil || a.Success || a.Status == orchestrate.StatusCancelled {
 		return
 	}
 	var tools []string

@@ -107,3 +107,30 @@ func TestToolErrorsAreDataInLaterPrompts(t *testing.T) {
 		t.Errorf("the reflected sentence is not quoted:\n%.600s", lessons)
 	}
 }
+
+// TestNoReflectionOnACancelledRun: a run its caller stopped ends
+// cancelled, not failed: the model is not asked what went wrong, and
+// nothing is learned of its tools.
+func TestNoReflectionOnACancelledRun(t *testing.T) {
+	m := llm.NewScripted([]llm.Response{planning(failingPlan), text("Never stop a run.")})
+	f := newFixture(t, m, fixtureOpts{})
+	mem := &memLessons{}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	research, _ := f.cat.Lookup("research_blog")
+	research.Call = func(ctx context.Context, req *registry.CallRequest) (*registry.Result, error) {
+		cancel() // the caller stops the run while the step runs
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	f.cat = registry.NewCatalog(research)
+	e := orchestrate.NewEngine(orchestrate.Options{Tools: f.cat})
+	p := planner.New(planner.Options{Catalog: f.cat, Engine: e, Model: m, Lessons: mem, Reflection: true})
+	env, err := p.Run(ctx, &orchestrate.Request{Prompt: "research something"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env.Artifact.Status != orchestrate.StatusCancelled || env.Artifact.Planner.ModelCalls != 1 || len(mem.lessons) != 0 || m.Remaining() != 1 {
+		t.Fatalf("status %s, planner %+v, lessons %+v, %d model answers left", env.Artifact.Status, env.Artifact.Planner, mem.lessons, m.Remaining())
+	}
+}

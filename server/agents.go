@@ -3,7 +3,13 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -20,6 +26,9 @@ import (
 func (a *App) addAgents() error {
 	if len(a.Config.Agents) == 0 {
 		return nil
+	}
+	if err := a.checkAgentTools(); err != nil {
+		return err
 	}
 	orch := a.orchestrateTool()
 	as, err := agents.New(a.Config.Agents, agents.Options{
@@ -41,6 +50,74 @@ func (a *App) addAgents() error {
 		tools[i] = ag.Tool()
 	}
 	return a.Catalog.Add(tools...)
+}
+
+// checkAgentTools refuses, at start-up, an agent whose tools globs can
+// match no tool: none of the catalog's (built-in tools, other agents,
+// agent_orchestrate), none a configured downstream server could list (its
+// tools are <server>__<tool>), none of client_final_tools. Downstream
+// servers connect later, so what they list is not known yet: a glob
+// counts when its literal start fits a configured server's prefix. A
+// glob that matches nothing while the agent's others match is logged, not
+// refused: it may name the client's tools of a request.
+func (a *App) checkAgentTools() error {
+	var problems []string
+	for _, name := range slices.Sorted(maps.Keys(a.Config.Agents)) {
+		globs := a.Config.Agents[name].Tools
+		var none []string
+		for _, g := range globs {
+			if !a.globCanMatch(g) {
+				none = append(none, strconv.Quote(g))
+			}
+		}
+		switch {
+		case len(none) == 0:
+		case len(none) == len(globs):
+			problems = append(problems, fmt.Sprintf("agent %s: agents.%s.tools (%s) match no tool: no built-in tool, agent or client_final_tools entry has such a name, and no mcpServers entry could list one (a server's tools are <server>__<tool>, e.g. \"fs__read_*\"); fix the globs, add the server to mcpServers, or remove agents.%s.tools for an agent without tools",
+				name, name, strings.Join(none, ", "), name))
+		default:
+			a.log.Warn("an agent's tools glob matches no tool yet; it may name a client's tools", "agent", name, "globs", strings.Join(none, ", "))
+		}
+	}
+	if len(problems) > 0 {
+		return errors.New(strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// globCanMatch reports whether the tools glob g matches, or could once
+// downstream servers list their tools, a tool an agent may call.
+func (a *App) globCanMatch(g string) bool {
+	match := func(name string) bool { ok, _ := path.Match(g, name); return ok }
+	for _, t := range a.Catalog.List() {
+		if match(t.Name) {
+			return true
+		}
+	}
+	if match(orchestrate.ToolName) {
+		return true
+	}
+	for name := range a.Config.Agents {
+		if match(agents.ToolName(name)) {
+			return true
+		}
+	}
+	for _, cf := range a.Config.ClientFinalTools {
+		if ok, _ := path.Match(cf, g); ok || match(cf) { // "editor_*" and "editor_apply", either way
+			return true
+		}
+	}
+	literal := g
+	if i := strings.IndexAny(g, `*?[\`); i >= 0 {
+		literal = g[:i]
+	}
+	for name := range a.Config.MCPServers {
+		prefix := name + "__"
+		if strings.HasPrefix(literal, prefix) || (strings.HasPrefix(prefix, literal) && literal != g) {
+			return true
+		}
+	}
+	return false
 }
 
 // Agents returns the configured agents, sorted by name.
@@ -73,7 +150,7 @@ func (a *App) orchestrateTool() registry.Tool {
 			h := a.Engine.Handler(orchestrate.HandlerOptions{
 				MaxRequestBytes: int(a.Config.Server.MaxRequestBytes),
 				Gate:            a.Config.Server.RequestGate(),
-				Prompt: func(ctx context.Context, req *mcp.CallToolRequest, r *orchestrate.Request) *mcp.CallToolResult {
+				Prompt: func(ctx context.Context, _ *orchestrate.Engine, req *mcp.CallToolRequest, r *orchestrate.Request) *mcp.CallToolResult {
 					p, err := a.Planner()
 					if err != nil {
 						return orchestrate.Result(a.Engine.RunPrompt(ctx, r, failPlanning(err)))

@@ -211,7 +211,7 @@ func TestParallelAgentsHandOffTogether(t *testing.T) {
 	_, cs := agentsApp(t, fake.URL(), t.TempDir(), map[string]agents.Config{
 		"left":  {Description: "Left.", Instructions: "You are left.", Tools: []string{"editor_apply"}},
 		"right": {Description: "Right.", Instructions: "You are right.", Tools: []string{"editor_apply"}},
-	}, nil)
+	}, func(c *config.Config) { c.ClientFinalTools = []string{"editor_*"} }) // the client's tools the agents may call
 	args := plan(
 		map[string]any{"id": "both", "parallel": []any{
 			map[string]any{"id": "l", "agent": "left", "prompt": "edit"},
@@ -275,7 +275,7 @@ func TestAgentHandoffBounds(t *testing.T) {
 
 	t.Run("bytes", func(t *testing.T) {
 		fake := fakeopenai.New(t, apply)
-		_, cs := agentsApp(t, fake.URL(), t.TempDir(), cfgs, func(c *config.Config) { c.Limits.MaxRunBytes = 1500 })
+		_, cs := agentsApp(t, fake.URL(), t.TempDir(), cfgs, func(c *config.Config) { c.Limits.MaxRunBytes = 1500; c.ClientFinalTools = []string{"editor_*"} })
 		_, env := runPlan(t, cs, args)
 		a := env.Artifact
 		if a.Status == orchestrate.StatusAwaitingClient || a.Steps[0].Error == nil || a.Steps[0].Error.Code != orchestrate.CodeTooLarge {
@@ -284,7 +284,7 @@ func TestAgentHandoffBounds(t *testing.T) {
 	})
 	t.Run("ttl", func(t *testing.T) {
 		fake := fakeopenai.New(t, apply)
-		_, cs := agentsApp(t, fake.URL(), t.TempDir(), cfgs, func(c *config.Config) { c.Limits.PauseTTL = time.Nanosecond })
+		_, cs := agentsApp(t, fake.URL(), t.TempDir(), cfgs, func(c *config.Config) { c.Limits.PauseTTL = time.Nanosecond; c.ClientFinalTools = []string{"editor_*"} })
 		_, env := runPlan(t, cs, args)
 		a := env.Artifact
 		if a.Status != orchestrate.StatusAwaitingClient {

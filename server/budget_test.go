@@ -23,8 +23,10 @@ const (
 	// output schema declared _metadata's fields (the standard envelope's
 	// tool_name and executed_at among them, required): 376 characters,
 	// of which writing the input schema's steps out without a recursive
-	// $defs.step and dropping its top-level oneOf gave back 186.
-	definitionBudget = 3200
+	// $defs.step and dropping its top-level oneOf gave back 186. Background
+	// runs' three input fields and the description's line cost 151 more
+	// (the running answer itself says how to await and cancel).
+	definitionBudget = 3350
 	// unexposedListBudget caps the whole tools/list of a server with the
 	// filesystem and everything servers and expose_downstream: false.
 	unexposedListBudget = 4000

@@ -158,11 +158,12 @@ func (a *App) ServeHTTP(ctx context.Context, ln net.Listener, opts HTTPOptions) 
 		defer close(shut)
 		_ = srv.Shutdown(sctx) // stops accepting; closes idle connections
 	}()
-	if !waitFor(reqs.idle(), grace) {
+	// Background runs have no request: their count is the plans'.
+	if !waitFor(bothIdle(reqs.idle(), a.plans.idle()), grace) {
 		a.log.Warn("cancelling plans still running after the grace period", "in_flight_plans", a.InFlight())
 		a.cancelPlans()
 		// A cancelled plan still answers with its partial results.
-		if !waitFor(reqs.idle(), cancelWait) {
+		if !waitFor(bothIdle(reqs.idle(), a.plans.idle()), cancelWait) {
 			a.log.Warn("closing with requests still in flight", "in_flight_requests", reqs.count())
 		}
 	}
@@ -179,6 +180,17 @@ func (a *App) ServeHTTP(ctx context.Context, ln net.Listener, opts HTTPOptions) 
 
 // cancelWait is how long shutdown waits for cancelled plans to answer.
 const cancelWait = 5 * time.Second
+
+// bothIdle returns a channel closed once a and b are both closed.
+func bothIdle(a, b <-chan struct{}) <-chan struct{} {
+	c := make(chan struct{})
+	go func() {
+		<-a
+		<-b
+		close(c)
+	}()
+	return c
+}
 
 // waitFor waits up to d for c to be closed and reports whether it was.
 func waitFor(c <-chan struct{}, d time.Duration) bool {

@@ -25,6 +25,7 @@ import (
 	"github.com/orchestra-mcp/orchestra/config"
 	"github.com/orchestra-mcp/orchestra/registry/mcpserver"
 	"github.com/orchestra-mcp/orchestra/server"
+	"github.com/orchestra-mcp/orchestra/server/runlog"
 	"github.com/orchestra-mcp/orchestra/server/secrets"
 	"github.com/orchestra-mcp/orchestra/telemetry"
 	"github.com/orchestra-mcp/orchestra/testutil/servertest"
@@ -694,7 +695,7 @@ func TestEveryObserverSeesEveryStepEndOnce(t *testing.T) {
 		if err := json.Unmarshal([]byte(line), &m); err != nil {
 			t.Fatalf("not a JSON line: %s", line)
 		}
-		if m["msg"] == "step finished" {
+		if msg, _ := m["msg"].(string); msg == "step finished" || msg == runlog.FailedCall(fmt.Sprint(m["tool"])) {
 			logged[m["step_id"].(string)] = append(logged[m["step_id"].(string)], m["status"].(string))
 		}
 		if m["msg"] == "engine error" {

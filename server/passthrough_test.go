@@ -57,25 +57,7 @@ func TestNoTokenPassthrough(t *testing.T) {
 		"fx": {Command: fixture(t)},
 	}
 	app := newApp(t, cfg)
-	ready := make(chan struct{}, 1)
-	app.Catalog.OnChange(func() {
-		select {
-		case ready <- struct{}{}:
-		default:
-		}
-	})
-	for {
-		_, d := app.Catalog.Lookup("d__echo")
-		_, fx := app.Catalog.Lookup("fx__meta")
-		if d && fx {
-			break
-		}
-		select {
-		case <-ready:
-		case <-t.Context().Done():
-			t.Fatal("the downstream tools never appeared")
-		}
-	}
+	waitTools(t, app, "d__echo", "fx__meta")
 	srv := httptest.NewServer(app.HTTPHandler(server.HTTPOptions{}))
 	t.Cleanup(srv.Close)
 	alice := connectAs(t, srv, callerToken)

@@ -100,7 +100,7 @@ func TestRecordsOffTheRunPath(t *testing.T) {
 	}{
 		{"succeeded", succeeded, "success", map[string]string{"one": "success", "two": "success"}},
 		{"failed", failed, "failed", map[string]string{"first": "success", "broken": "failed", "after": "skipped"}},
-		{"cancelled", cancelledEnv, "failed", map[string]string{"waits": "cancelled"}},
+		{"cancelled", cancelledEnv, "cancelled", map[string]string{"waits": "cancelled"}},
 	} {
 		var response map[string]any
 		if err := json.Unmarshal([]byte(mustJSON(t, c.response)), &response); err != nil {

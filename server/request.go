@@ -33,13 +33,18 @@ func (a *App) orchestrateHandler() mcp.ToolHandler {
 		ctx, tenant, inTenant := a.withTenant(ctx, req, &ro)
 		ids, _ := toolcontext.IDsFrom(ctx)
 		ro.Logger = a.log.With("request_id", ids.RequestID, "user_id", ids.UserID, "tenant", ids.Tenant)
+		// A background run reports to no one in particular (its caller
+		// may be gone): what a waiting caller sees, progress and logs,
+		// and what it answers, elicitation, are the foreground's.
+		base := a.Engine.With(ro)
+		fg := orchestrate.RunOptions{Elicit: elicitFor(req)}
 		if p := progress.For(ctx, req); p != nil {
-			ro.Hooks = p.Hooks()
+			fg.Hooks = p.Hooks()
 		}
-		ro.Hooks = orchestrate.ComposeHooks(ro.Hooks, runlog.ClientHooks(ctx, req, a.secrets, &a.logLevels))
-		ro.Elicit, ro.AskOnPause = elicitFor(req), asksOnPause(req)
-		e := a.Engine.With(ro)
-		if ro.AskOnPause {
+		fg.Hooks = orchestrate.ComposeHooks(fg.Hooks, runlog.ClientHooks(ctx, req, a.secrets, &a.logLevels))
+		fg.AskOnPause = asksOnPause(req)
+		e := base.With(fg)
+		if fg.AskOnPause {
 			// The answers to ask_user's input requests resume their run.
 			switch answered, err := a.askAnswers(req); {
 			case err == nil:
@@ -51,14 +56,20 @@ func (a *App) orchestrateHandler() mcp.ToolHandler {
 		return e.Handler(orchestrate.HandlerOptions{
 			MaxRequestBytes: int(a.Config.Server.MaxRequestBytes),
 			Gate:            a.Config.Server.RequestGate(),
-			Prompt: func(ctx context.Context, req *mcp.CallToolRequest, r *orchestrate.Request) *mcp.CallToolResult {
+			Prompt: func(ctx context.Context, e *orchestrate.Engine, req *mcp.CallToolRequest, r *orchestrate.Request) *mcp.CallToolResult {
 				if inTenant && !tenant.Planning() {
 					return planningDisabled(ctx, e)
 				}
 				return a.prompt(ctx, e, req, r)
 			},
+			Background: func(ctx context.Context, req *mcp.CallToolRequest, r *orchestrate.Request, start orchestrate.StartFunc) *mcp.CallToolResult {
+				return a.startBackground(ctx, req, base, start)
+			},
+			Control: func(ctx context.Context, req *mcp.CallToolRequest, r *orchestrate.Request) *mcp.CallToolResult {
+				return a.control(ctx, base, req, r)
+			},
 			Result:   a.resultFor,
-			Fallback: func(req *mcp.CallToolRequest) *orchestrate.Fallback { return a.resumeFallback(e, req) },
+			Fallback: a.resumeFallback,
 		})(ctx, req)
 	}
 }

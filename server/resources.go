@@ -47,7 +47,7 @@ func (a *App) addResources() {
 		URITemplate: ExecutionsURI + "{?cursor,limit,status}",
 		Name:        "executions-page",
 		Title:       "A page of orchestrations",
-		Description: "A page of execution records: cursor is the \"next\" of the page before, limit is at most 1000, status filters (running, success, failed, partial, interrupted).",
+		Description: "A page of execution records: cursor is the \"next\" of the page before, limit is at most 1000, status filters (running, paused, success, failed, partial, interrupted, cancelled).",
 		MIMEType:    "application/json",
 	}, a.readExecutions)
 	a.Server.AddResourceTemplate(&mcp.ResourceTemplate{

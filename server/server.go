@@ -87,6 +87,9 @@ type App struct {
 	tel            *telemetry.Telemetry
 	secrets        []string // never logged to clients
 
+	bg        bgRuns         // background runs
+	bgCounts  bgCounts       // background runs by owner and tenant, for their limits
+	subs      *subscriptions // resource subscriptions
 	logLevels runlog.Levels  // which clients receive logging notifications
 	calls     httpedge.Calls // tools/call requests in flight over HTTP
 
@@ -110,7 +113,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		opts.Version = version.String()
 	}
 	cat := registry.NewCatalog()
-	a := &App{Config: cfg, Catalog: cat, log: log, exposed: map[string]bool{}}
+	a := &App{Config: cfg, Catalog: cat, log: log, exposed: map[string]bool{}, subs: newSubscriptions()}
 	a.closers = append(a.closers, a.workers.Close) // the last to close
 	builtins := append(builtin.Tools(cfg.Builtins, builtin.Options{Workers: &a.workers, Listeners: &a.listeners}), builtin.AskUser())
 	for i := range builtins {
@@ -168,7 +171,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		Limits:      cfg.EngineLimits(),
 		Logger:      log,
 		Forbidden:   forbidden,
-		Hooks:       orchestrate.ComposeHooks(records.NewRecorder(a.store, log).Hooks(), learned.Hooks(), runlog.Hooks(log), a.tel.Hooks(), opts.Hooks),
+		Hooks:       orchestrate.ComposeHooks(records.NewRecorder(a.store, log).Hooks(), learned.Hooks(), runlog.Hooks(log), a.tel.Hooks(), a.subs.hooks(), opts.Hooks),
 		StepContext: a.tel.StepContext,
 		Record:      RecordURI,
 		Redact:      func(s string) string { return secrets.Redact(s, a.secrets) },
@@ -186,10 +189,13 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*App, error) {
 		return nil, err
 	}
 	a.Server = mcp.NewServer(&mcp.Implementation{Name: "orchestra", Title: "orchestra", Version: opts.Version}, &mcp.ServerOptions{
-		Instructions: "orchestra runs whole multi-step tool plans in one call: use agent_orchestrate instead of calling tools one at a time.",
-		Logger:       log,
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}, Logging: &mcp.LoggingCapabilities{}},
+		Instructions:       "orchestra runs whole multi-step tool plans in one call: use agent_orchestrate instead of calling tools one at a time.",
+		Logger:             log,
+		Capabilities:       &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}, Logging: &mcp.LoggingCapabilities{}},
+		SubscribeHandler:   a.subscribe,
+		UnsubscribeHandler: a.unsubscribe,
 	})
+	go a.notify(a.drain)
 	a.addResources()
 	a.addInsightsResource()
 	a.Server.AddReceivingMiddleware(a.unknownTools, a.tenantTools, a.logLevels.Middleware)
@@ -328,23 +334,50 @@ func (a *App) sync() {
 // more, then fails with the code busy.
 func (a *App) track(h mcp.ToolHandler) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if isControl(req) {
+			// An await or a cancel runs nothing: it takes no slot.
+			ctx, stop := a.callContext(ctx, req)
+			defer stop()
+			return h(ctx, req)
+		}
 		qctx, cancel := context.WithTimeout(ctx, a.Config.Limits.QueueTimeout)
 		release, err := a.slots.Acquire(qctx, a.slotClaim(req))
 		cancel()
 		if err != nil {
 			return orchestrate.ResultFor(a.Engine.Reject(ctx, []*orchestrate.Issue{{Code: orchestrate.CodeBusy, Message: err.Error() + ": retry in a moment, or raise the limit in the configuration file"}}), req.ProtocolVersion()), nil
 		}
-		defer release()
 		a.plans.add()
-		defer a.plans.done()
+		// A background run takes the slot over (startBackground).
+		held := &heldSlot{release: func() { a.plans.done(); release() }}
+		defer held.done()
 		if issue := a.Engine.Admit(); issue != nil {
 			return orchestrate.ResultFor(a.Engine.Reject(ctx, []*orchestrate.Issue{issue}), req.ProtocolVersion()), nil
 		}
 		ctx, stop := a.callContext(ctx, req)
 		defer stop()
-		return h(ctx, req)
+		return h(context.WithValue(ctx, heldSlotKey{}, held), req)
 	}
 }
+
+// isControl reports whether req is an await or a cancel of a background
+// run: a small object with one of those keys. It only routes the call;
+// the handler decodes the request, and refuses a malformed one.
+func isControl(req *mcp.CallToolRequest) bool {
+	if req.Params == nil || len(req.Params.Arguments) > maxControlBytes {
+		return false
+	}
+	var probe struct {
+		Await  json.RawMessage `json:"await"`
+		Cancel json.RawMessage `json:"cancel"`
+	}
+	if json.Unmarshal(req.Params.Arguments, &probe) != nil {
+		return false
+	}
+	return probe.Await != nil || probe.Cancel != nil
+}
+
+// maxControlBytes is larger than any await or cancel.
+const maxControlBytes = 1024
 
 // slotClaim is who asks for a plan's slot: the caller's user id, else its
 // session; its tenant and the tenant's own cap.
@@ -445,13 +478,16 @@ func mcpTool(t registry.Tool) *mcp.Tool {
 // caller's, so that a chain of orchestras calling each other's tools
 // directly stops at limits.max_depth like a chain of plans; a downstream
 // tool called at that depth is refused with depth_exceeded), the
-// traceparent, and progress, which the tool's reports answer under the
+// traceparent, the caller's ids (toolcontext.CallIDs), and progress, which the tool's reports answer under the
 // caller's progress token.
 func (a *App) passthrough(t registry.Tool) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		ctx, cancel := a.callContext(ctx, req)
 		defer cancel()
 		ctx = toolcontext.FromMeta(ctx, req.Params.GetMeta())
+		// The caller's ids go on to the tool (an agent's, a downstream
+		// server's _meta), as from a plan.
+		ctx = toolcontext.EnsureRequestID(withCaller(withCallerIDs(ctx, req), req))
 		// A built-in tool runs here and starts nothing; a downstream call
 		// is one more hop, possibly into another orchestra.
 		if d, limit := toolcontext.Depth(ctx), a.Config.Limits.MaxDepth; d >= limit && t.Source != "builtin" {
@@ -529,10 +565,11 @@ func (a *App) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error
 		grace = 0
 	}
 	a.log.Info("shutting down", "in_flight_plans", a.InFlight(), "grace", grace)
-	if !waitFor(conn.idle(), grace) {
+	// Background runs have no request: their count is the plans'.
+	if !waitFor(bothIdle(conn.idle(), a.plans.idle()), grace) {
 		a.log.Warn("cancelling requests still running after the grace period", "in_flight_plans", a.InFlight())
 		a.cancelPlans()
-		if !waitFor(conn.idle(), cancelWait) {
+		if !waitFor(bothIdle(conn.idle(), a.plans.idle()), cancelWait) {
 			a.log.Warn("closing with requests unanswered")
 		}
 	}

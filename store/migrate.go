@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -155,7 +156,26 @@ func (s *Store) migrate(ctx context.Context, ms []migration) error {
 }
 
 func (s *Store) applyMigration(ctx context.Context, m migration, ms []migration, latest int) (applied bool, err error) {
-	tx, err := s.writer.BeginTx(ctx, nil)
+	// A table rebuild runs on one connection with foreign keys off, as
+	// SQLite's procedure for schema changes ALTER TABLE cannot make says:
+	// dropping the old table must not cascade to the rows that refer to it.
+	conn, err := s.writer.Conn(ctx)
+	if err != nil {
+		return false, fmt.Errorf("migration %s: %w", m.name, err)
+	}
+	defer conn.Close()
+	rebuild, rebuilds := sqliteRebuilds[m.version]
+	if rebuilds && !s.pg {
+		if _, err := conn.ExecContext(ctx, `PRAGMA foreign_keys = OFF`); err != nil {
+			return false, fmt.Errorf("migration %s: %w", m.name, err)
+		}
+		defer func() {
+			if _, ferr := conn.ExecContext(context.WithoutCancel(ctx), `PRAGMA foreign_keys = ON`); ferr != nil && err == nil {
+				err = fmt.Errorf("migration %s: turning foreign keys back on: %w", m.name, ferr)
+			}
+		}()
+	}
+	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		return false, fmt.Errorf("migration %s: %w", m.name, err)
 	}
@@ -178,6 +198,11 @@ func (s *Store) applyMigration(ctx context.Context, m migration, ms []migration,
 	}
 	if done > 0 {
 		return false, tx.Rollback()
+	}
+	if rebuilds && !s.pg {
+		if err := rebuild.apply(ctx, tx); err != nil {
+			return false, fmt.Errorf("migration %s: %w", m.name, err)
+		}
 	}
 	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
 		return false, fmt.Errorf("migration %s: %w", m.name, err)
@@ -223,4 +248,101 @@ func (s *Store) lockSchema(ctx context.Context, tx *sql.Tx) error {
 	}
 	_, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(?)`, int64(schemaLockKey))
 	return err
+}
+
+// sqliteRebuilds are the SQLite migrations that change what ALTER TABLE
+// cannot (a CHECK constraint), by version: the table is rebuilt before the
+// migration's SQL runs. The rebuild starts from the table as the database
+// has it, so that the columns and indexes other migrations added are kept.
+var sqliteRebuilds = map[int]tableRebuild{
+	12: {
+		table: "runs",
+		from:  `CHECK (status IN ('running', 'success', 'failed', 'partial', 'interrupted'))`,
+		to:    `CHECK (status IN ('running', 'success', 'failed', 'partial', 'interrupted', 'cancelled'))`,
+	},
+}
+
+// tableRebuild rewrites part of a SQLite table's definition: from, which
+// the definition must hold once, becomes to.
+type tableRebuild struct {
+	table    string
+	from, to string
+}
+
+// apply rebuilds the table in tx (foreign keys off), following SQLite's
+// procedure for other kinds of table schema changes: a new table made
+// from the rewritten definition takes every row, the old one is dropped,
+// the new one takes its name, its indexes and triggers are made again, and
+// its AUTOINCREMENT counter goes on where the old one stood. The foreign
+// keys are checked before the transaction commits.
+func (r tableRebuild) apply(ctx context.Context, tx *sql.Tx) error {
+	var def string
+	if err := tx.QueryRowContext(ctx, `SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = ?`, r.table).Scan(&def); err != nil {
+		return fmt.Errorf("reading the definition of table %s: %w", r.table, err)
+	}
+	if n := strings.Count(def, r.from); n != 1 {
+		return fmt.Errorf("rebuilding table %s: its definition holds %q %d times, want once:\n%s", r.table, r.from, n, def)
+	}
+	open := strings.Index(def, "(")
+	if open < 0 {
+		return fmt.Errorf("rebuilding table %s: its definition has no column list:\n%s", r.table, def)
+	}
+	tmp := r.table + "_rebuilt"
+	def = `CREATE TABLE "` + tmp + `" ` + strings.Replace(def[open:], r.from, r.to, 1)
+
+	var extras []string // the table's indexes and triggers; automatic indexes have no SQL
+	rows, err := tx.QueryContext(ctx, `SELECT sql FROM sqlite_schema WHERE tbl_name = ? AND type IN ('index', 'trigger') AND sql IS NOT NULL ORDER BY type, name`, r.table)
+	if err != nil {
+		return fmt.Errorf("reading the indexes of table %s: %w", r.table, err)
+	}
+	for rows.Next() {
+		var q string
+		if err := rows.Scan(&q); err != nil {
+			rows.Close()
+			return fmt.Errorf("reading the indexes of table %s: %w", r.table, err)
+		}
+		extras = append(extras, q)
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return fmt.Errorf("reading the indexes of table %s: %w", r.table, err)
+	}
+	var seq sql.NullInt64
+	if err := tx.QueryRowContext(ctx, `SELECT seq FROM sqlite_sequence WHERE name = ?`, r.table).Scan(&seq); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("reading the counter of table %s: %w", r.table, err)
+	}
+
+	steps := []string{
+		def,
+		`INSERT INTO "` + tmp + `" SELECT * FROM "` + r.table + `"`,
+		`DROP TABLE "` + r.table + `"`,
+		`ALTER TABLE "` + tmp + `" RENAME TO "` + r.table + `"`,
+	}
+	for _, q := range append(steps, extras...) {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("rebuilding table %s: %s: %w", r.table, firstLine(q), err)
+		}
+	}
+	if seq.Valid {
+		// The copy counted only to the newest row left; the old counter
+		// may stand past rows deleted since.
+		if _, err := tx.ExecContext(ctx, `DELETE FROM sqlite_sequence WHERE name = ?`, r.table); err != nil {
+			return fmt.Errorf("rebuilding table %s: restoring its counter: %w", r.table, err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO sqlite_sequence (name, seq) VALUES (?, ?)`, r.table, seq.Int64); err != nil {
+			return fmt.Errorf("rebuilding table %s: restoring its counter: %w", r.table, err)
+		}
+	}
+	var bad int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM pragma_foreign_key_check`).Scan(&bad); err != nil {
+		return fmt.Errorf("rebuilding table %s: checking foreign keys: %w", r.table, err)
+	} else if bad > 0 {
+		return fmt.Errorf("rebuilding table %s: %d rows refer to rows that are missing", r.table, bad)
+	}
+	return nil
+}
+
+// firstLine is q up to its first line break, for an error.
+func firstLine(q string) string {
+	line, _, _ := strings.Cut(q, "\n")
+	return line
 }

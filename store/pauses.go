@@ -314,7 +314,7 @@ func (r *Run) resumeState(v int) {
 	switch {
 	case v == 1 && r.Status == StatusRunning:
 		r.Status, r.Resumable = StatusPaused, true
-	case v == 0 && (r.Status == StatusInterrupted || r.Status == StatusFailed):
+	case v == 0 && (r.Status == StatusInterrupted || r.Status == StatusFailed || r.Status == StatusCancelled):
 		r.Resumable = true
 	}
 }

@@ -26,19 +26,20 @@ type Status string
 
 // The statuses of a run. A run is [StatusRunning] from [Store.StartRun] until
 // [Store.FinishRun]; a run whose process ended before it finished is
-// [StatusInterrupted].
+// [StatusInterrupted]; one its caller stopped is [StatusCancelled].
 const (
 	StatusRunning     Status = "running"
 	StatusSuccess     Status = "success"
 	StatusFailed      Status = "failed"
 	StatusPartial     Status = "partial"
 	StatusInterrupted Status = "interrupted"
+	StatusCancelled   Status = "cancelled"
 )
 
 // valid reports whether s is one of the known statuses.
 func (s Status) valid() bool {
 	switch s {
-	case StatusRunning, StatusSuccess, StatusFailed, StatusPartial, StatusInterrupted:
+	case StatusRunning, StatusSuccess, StatusFailed, StatusPartial, StatusInterrupted, StatusCancelled:
 		return true
 	}
 	return false
@@ -106,7 +107,7 @@ type Run struct {
 	// the run of the plan that called the agent); "" for a caller's run.
 	ParentExecID string
 	// Resumable reports that the run can go on: it is paused (Status is
-	// StatusPaused), or it was interrupted or failed and kept its request.
+	// StatusPaused), or it was interrupted, failed or cancelled and kept its request.
 	Resumable bool
 	// Goal is the prompt of a run of the prompt path; "" for a plan.
 	Goal string

@@ -105,7 +105,91 @@ const (
 	MetaRequestID = "io.github.orchestra-mcp/request_id"
 	// MetaContextID holds the caller's id of its conversation or task.
 	MetaContextID = "io.github.orchestra-mcp/context_id"
+	// MetaUserID holds the user the request is made for (the caller's
+	// authenticated user, never its credential).
+	MetaUserID = "io.github.orchestra-mcp/user_id"
+	// MetaTenant holds the caller's tenant.
+	MetaTenant = "io.github.orchestra-mcp/tenant"
+	// MetaExecID holds the exec id of the run that made the call: a plan's
+	// run, or an agent's.
+	MetaExecID = "io.github.orchestra-mcp/exec_id"
+	// MetaStepID holds the id of the step that made the call within that
+	// run: a plan step's id ("read", "each[2]" in a for_each), or a tool
+	// loop's call ("call_0").
+	MetaStepID = "io.github.orchestra-mcp/step_id"
 )
+
+// Call names where a tool call is made: the run and its step.
+type Call struct {
+	// ExecID is the exec id of the run the call is a step of.
+	ExecID string
+	// StepID is the step's id in that run.
+	StepID string
+	// Auto reports that a model orchestra runs chose the tool (the
+	// planner, its reactive fallback, an agent's loop), not the caller.
+	Auto bool
+}
+
+type callKey struct{}
+
+// WithCall returns a context recording that the tool calls made under it
+// are the step c.
+func WithCall(ctx context.Context, c Call) context.Context {
+	return context.WithValue(ctx, callKey{}, c)
+}
+
+// CallFrom returns the step the work done under ctx is a call of, if any.
+func CallFrom(ctx context.Context) (Call, bool) {
+	c, ok := ctx.Value(callKey{}).(Call)
+	return c, ok
+}
+
+// CallIDs returns the ids of the tool call made under ctx that are passed
+// on to the tool, by name (request_id, context_id, user_id, tenant,
+// exec_id, step_id): the request's ids and the step's. Empty ones are
+// left out. They are the request _meta's keys under the prefix of
+// MetaRequestID (MetaIDs), and the attributes of a failing call's log
+// line. No credential is among them: the caller's owner key is not.
+func CallIDs(ctx context.Context) []ID {
+	ids, _ := IDsFrom(ctx)
+	c, _ := CallFrom(ctx)
+	all := []ID{
+		{"request_id", ids.RequestID}, {"context_id", ids.ContextID}, {"user_id", ids.UserID},
+		{"tenant", ids.Tenant}, {"exec_id", c.ExecID}, {"step_id", c.StepID},
+	}
+	out := all[:0]
+	for _, id := range all {
+		if id.Value != "" {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// ID is one named id of CallIDs.
+type ID struct{ Name, Value string }
+
+// MetaPrefix is the prefix of orchestra's keys in a request's _meta.
+const MetaPrefix = "io.github.orchestra-mcp/"
+
+// MetaIDs adds the CallIDs of ctx to meta, each under MetaPrefix
+// (MetaRequestID, MetaContextID, MetaUserID, MetaTenant, MetaExecID,
+// MetaStepID).
+func MetaIDs(ctx context.Context, meta map[string]any) {
+	for _, id := range CallIDs(ctx) {
+		meta[MetaPrefix+id.Name] = id.Value
+	}
+}
+
+// LogIDs returns the CallIDs of ctx as slog attributes.
+func LogIDs(ctx context.Context) []any {
+	ids := CallIDs(ctx)
+	out := make([]any, 0, 2*len(ids))
+	for _, id := range ids {
+		out = append(out, id.Name, id.Value)
+	}
+	return out
+}
 
 // FromMeta returns ctx with the depth and traceparent that an incoming
 // request's _meta carries (MetaDepth, MetaTraceparent). A depth lower than

@@ -42,7 +42,7 @@ type listQuery struct {
 }
 
 // statuses are the statuses the list filters by.
-var statuses = []string{"running", "paused", "success", "failed", "partial", "interrupted"}
+var statuses = []string{"running", "paused", "success", "failed", "partial", "interrupted", "cancelled"}
 
 // parseList reads the list's query, each parameter within its bound, and
 // says what is wrong and how to fix it otherwise.

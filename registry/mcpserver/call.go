@@ -50,6 +50,9 @@ func (s *server) call(name, tool string, out *jsonschema.Schema) registry.CallFu
 		if tp, ok := toolcontext.TraceparentFrom(ctx); ok {
 			meta[toolcontext.MetaTraceparent] = tp
 		}
+		if s.cfg.ForwardsIDs() {
+			toolcontext.MetaIDs(ctx, meta)
+		}
 		args := req.Arguments
 		if args == nil {
 			args = map[string]any{} // a nil map would be sent as null

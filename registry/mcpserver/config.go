@@ -54,7 +54,17 @@ type ServerConfig struct {
 	Timeout Duration `json:"timeout,omitempty" yaml:"timeout,omitempty"`
 	// Disabled servers are not started.
 	Disabled bool `json:"disabled,omitempty" yaml:"disabled,omitempty"`
+	// ForwardIDs says whether each call to the server carries the ids of
+	// the request and the step that make it in its _meta (the caller's
+	// request id, context id, user id and tenant, the exec id and the
+	// step id: toolcontext.CallIDs). Nil means true. Depth and
+	// traceparent are sent either way; credentials never are.
+	ForwardIDs *bool `json:"forward_ids,omitempty" yaml:"forward_ids,omitempty"`
 }
+
+// ForwardsIDs reports whether calls to the server carry the request's
+// and the step's ids (ForwardIDs, default true).
+func (c ServerConfig) ForwardsIDs() bool { return c.ForwardIDs == nil || *c.ForwardIDs }
 
 // ServerNamePattern is what a server name must match. Catalog names are
 // <server>__<tool>, so a server name may not itself contain "__", and it

@@ -2,6 +2,8 @@ package mcpserver
 
 import (
 	"encoding/json"
+	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -158,5 +160,25 @@ func TestEnviron(t *testing.T) {
 				t.Errorf("environ (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestServerKeysDocumented: the configuration reference of the README
+// names every key of an mcpServers entry.
+func TestServerKeysDocumented(t *testing.T) {
+	data, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, ref, ok := strings.Cut(string(data), "An `mcpServers` entry")
+	ref, _, _ = strings.Cut(ref, "\n\n")
+	if !ok {
+		t.Fatal("the README's configuration reference does not describe an mcpServers entry")
+	}
+	for f := range reflect.TypeFor[ServerConfig]().Fields() {
+		key, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if !strings.Contains(ref, "`"+key+"`") {
+			t.Errorf("the README's configuration reference does not name mcpServers.<name>.%s", key)
+		}
 	}
 }

@@ -30,7 +30,10 @@
 // A call passes the caller's cancellation and deadline to the server (a
 // cancelled call sends notifications/cancelled), carries the orchestration
 // depth and W3C traceparent in the request _meta (toolcontext.MetaDepth,
-// toolcontext.MetaTraceparent), and relays progress to
+// toolcontext.MetaTraceparent) and, unless the server's forward_ids is
+// false, the ids of the request and the step that make it
+// (toolcontext.MetaIDs: request, context, user, tenant, exec and step ids
+// under "io.github.orchestra-mcp/"), and relays progress to
 // registry.CallRequest.Progress. Reports that the server sent just before its
 // result may reach Progress shortly after the call returned. A call whose
 // server is down or dies fails with an error wrapping

@@ -8,6 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/orchestra-mcp/orchestra/registry"
+	"github.com/orchestra-mcp/orchestra/toolcontext"
 )
 
 // TestSizeBound checks that the bound that spares counting a result never
@@ -94,6 +95,30 @@ func BenchmarkDownstreamCall(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				if res, err := echo.Invoke(b.Context(), req); err != nil || res.IsError {
+					b.Fatalf("echo: %v %v", err, res)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkDownstreamCallIDs is BenchmarkDownstreamCall's echo with the
+// request's and the step's ids in the context: sent in _meta (the
+// default), and not (forward_ids: false):
+//
+//	go test -run '^$' -bench DownstreamCallIDs ./registry/mcpserver/
+func BenchmarkDownstreamCallIDs(b *testing.B) {
+	off := false
+	env := startManager(b, map[string]ServerConfig{"fx": {Command: fixtureBin}, "quiet": {Command: fixtureBin, ForwardIDs: &off}}, Options{})
+	ctx := toolcontext.WithCall(toolcontext.WithIDs(b.Context(), toolcontext.IDs{RequestID: "req-42", ContextID: "ctx-7", UserID: "alice", Tenant: "acme"}),
+		toolcontext.Call{ExecID: "5f0e8c1e-2c55-4a59-9d3e-0d1c2f6a7b8c", StepID: "each[3]"})
+	for _, bc := range []struct{ name, tool string }{{"ids=forwarded", "fx__echo"}, {"ids=off", "quiet__echo"}} {
+		echo := env.tool(b, bc.tool)
+		b.Run(bc.name, func(b *testing.B) {
+			req := &registry.CallRequest{Arguments: map[string]any{"text": "step 11"}}
+			b.ReportAllocs()
+			for b.Loop() {
+				if res, err := echo.Invoke(ctx, req); err != nil || res.IsError {
 					b.Fatalf("echo: %v %v", err, res)
 				}
 			}

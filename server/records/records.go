@@ -83,6 +83,8 @@ func (rc *Recorder) runFinished(i orchestrate.RunFinishedInfo) {
 			status = store.StatusSuccess
 		case orchestrate.StatusPartial:
 			status = store.StatusPartial
+		case orchestrate.StatusCancelled:
+			status = store.StatusCancelled
 		}
 	}
 	// The envelope is encoded here too: the CLI's ask adds the model's answer

@@ -84,11 +84,19 @@ func (l runLog) hooks() *orchestrate.Hooks {
 			if !l.enabled(level) {
 				return
 			}
-			at := append(stepIDs(i.Run, s, 5), slog.String("status", s.Status), slog.Int64("duration_ms", s.DurationMS), slog.Int("attempts", s.Attempts))
+			at := append(stepIDs(i.Run, s, 8), slog.String("status", s.Status), slog.Int64("duration_ms", s.DurationMS), slog.Int("attempts", s.Attempts))
+			msg := "step finished"
 			if s.Error != nil {
 				at = append(at, slog.String("code", string(s.Error.Code)), slog.String("error", s.Error.Message))
+				if failedCall(s) {
+					// The event of a failing tool, with every id its tool
+					// was given.
+					msg = FailedCall(s.Tool)
+					ids := i.Run.IDs
+					at = append(at, slog.String("context_id", ids.ContextID), slog.String("user_id", ids.UserID), slog.String("tenant", ids.Tenant))
+				}
 			}
-			l.emit(level, "step finished", at)
+			l.emit(level, msg, at)
 		},
 		RunPaused: func(i orchestrate.RunPausedInfo) {
 			if l.enabled(slog.LevelInfo) {
@@ -166,4 +174,17 @@ func ClientHooks(ctx context.Context, req *mcp.CallToolRequest, redact []string,
 		enabled: func(level slog.Level) bool { return h.Enabled(ctx, level) },
 		emit:    func(level slog.Level, msg string, at []slog.Attr) { log.LogAttrs(ctx, level, msg, at...) },
 	}.hooks()
+}
+
+// FailedCall is the message of the line of a tool call that failed:
+// "<tool>: call failed". The line carries the ids the tool was given
+// (request_id, context_id, user_id, tenant, exec_id, step_id), and the
+// error's code and message.
+func FailedCall(tool string) string { return tool + ": call failed" }
+
+// failedCall reports whether rec is a tool step whose call failed (not
+// one skipped or cancelled, which never called or did not end on its own).
+func failedCall(rec *orchestrate.StepRecord) bool {
+	return (rec.Type == "tool" || rec.Type == "agent") && rec.Tool != "" && (rec.Status == orchestrate.StatusFailed || rec.Status == orchestrate.StatusPartial) &&
+		rec.Error.Code != orchestrate.CodeCancelled
 }
