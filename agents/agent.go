@@ -63,6 +63,11 @@ type Options struct {
 	// Prices price the agents' model calls (metadata.cost_usd); a model
 	// without a price leaves the cost out.
 	Prices llm.Prices
+	// Elicit, when set, returns how the user of the caller in ctx is
+	// asked (MCP elicitation), or nil when its client cannot be: an agent
+	// called directly then asks ask_user through it rather than handing
+	// the call to the client. In a plan step the run's own way is used.
+	Elicit func(ctx context.Context) orchestrate.Elicit
 	// Logger receives the agents' logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -266,7 +271,25 @@ func (a *Agent) call(ctx context.Context, cr *registry.CallRequest) (*registry.R
 	// counts against its request's, and it and what runs under it (a
 	// nested plan) may call only the tools it allows and its caller could.
 	engine = engine.With(orchestrate.RunOptions{AllowTool: a.allows})
-	child, cctx, err := engine.StartChild(ctx, ToolName(a.Name))
+	// A resume of the run that called the agent takes up its paused loop,
+	// under the same child run.
+	var cont *loopState
+	if c := cr.Continue; c != nil {
+		cont = &loopState{}
+		if err := json.Unmarshal(c.State, cont); err != nil || cont.ExecID == "" {
+			resp := &ExecutionResponse{RequestID: requestID, Status: StatusError, Metadata: meta,
+				Error: &ResponseError{Code: orchestrate.CodeInvalidInput, Message: fmt.Sprintf("agent %s cannot go on: the state of its paused loop does not decode; start the run again", a.Name)}}
+			return result(resp), nil
+		}
+	}
+	var child *orchestrate.ChildRun
+	var cctx context.Context
+	var err error
+	if cont != nil {
+		child, cctx, err = engine.ContinueChild(ctx, ToolName(a.Name), cont.ExecID, cont.Steps, cont.Calls)
+	} else {
+		child, cctx, err = engine.StartChild(ctx, ToolName(a.Name))
+	}
 	if err != nil {
 		resp := &ExecutionResponse{RequestID: requestID, Status: StatusError, Metadata: meta,
 			Error: &ResponseError{Code: orchestrate.CodeLimitExceeded, Message: fmt.Sprintf("agent %s did not start: %v", a.Name, err)}}
@@ -274,15 +297,33 @@ func (a *Agent) call(ctx context.Context, cr *registry.CallRequest) (*registry.R
 	}
 	meta.ExecID = child.ExecID()
 	resp := &ExecutionResponse{RequestID: requestID, Status: StatusSuccess, Metadata: meta}
+	if cont != nil {
+		m := cont.Metadata
+		resp.Metadata.ModelCalls, resp.Metadata.ToolCalls, resp.Metadata.TokensIn, resp.Metadata.TokensOut = m.ModelCalls, m.ToolCalls, m.TokensIn, m.TokensOut
+		if m.Tools != nil {
+			resp.Metadata.Tools = m.Tools
+		}
+		start = start.Add(-time.Duration(m.DurationMS) * time.Millisecond)
+	}
 	var loopErr *orchestrate.Error
+	var handoff *registry.Handoff
 	if reqErr == nil {
 		var only func(string) bool
 		if scoped {
 			only = scope
 		}
-		a.safeRun(cctx, child, req, resp, only, cr.Progress)
+		var results map[string]any
+		if cont != nil {
+			results = cr.Continue.Results
+		}
+		handoff = a.safeRun(cctx, child, req, resp, only, cr.Progress, cont, results)
 	} else {
 		resp.Status, resp.Error = StatusError, &ResponseError{Code: orchestrate.CodeInvalidInput, Message: reqErr.Error()}
+	}
+	if handoff != nil && ctx.Err() == nil {
+		if r, ok := a.pause(ctx, child, cr, resp, handoff, start); ok {
+			return r, nil
+		}
 	}
 	resp.Metadata.DurationMS = time.Since(start).Milliseconds()
 	status := orchestrate.StatusSuccess
@@ -331,14 +372,49 @@ func routingMode(ctx context.Context, req *ExecutionRequest) string {
 
 // safeRun runs the loop; a panic in it is the response's error, and the
 // child run still finishes.
-func (a *Agent) safeRun(ctx context.Context, child *orchestrate.ChildRun, req *ExecutionRequest, resp *ExecutionResponse, scope func(string) bool, progress func(registry.Progress)) {
+func (a *Agent) safeRun(ctx context.Context, child *orchestrate.ChildRun, req *ExecutionRequest, resp *ExecutionResponse, scope func(string) bool, progress func(registry.Progress), cont *loopState, results map[string]any) (h *registry.Handoff) {
 	defer func() {
 		if v := recover(); v != nil {
 			a.log.Error("agent panicked", "exec_id", child.ExecID(), "panic", v, "stack", string(debug.Stack()))
 			resp.Status, resp.Error = StatusError, &ResponseError{Code: orchestrate.CodePanic, Message: fmt.Sprint("internal error: ", v)}
+			h = nil
 		}
 	}()
-	a.run(ctx, child, req, resp, scope, progress)
+	return a.run(ctx, child, req, resp, scope, progress, cont, results)
+}
+
+// pause ends a call whose loop handed calls to the client: the run that
+// called the agent pauses (the result carries the handoff), or, called
+// directly, the agent's own run pauses and answers awaiting_client with
+// the pending calls and how to resume. ok false means it cannot pause
+// (it runs inside another loop), and resp says why.
+func (a *Agent) pause(ctx context.Context, child *orchestrate.ChildRun, cr *registry.CallRequest, resp *ExecutionResponse, h *registry.Handoff, start time.Time) (*registry.Result, bool) {
+	tools := make([]string, len(h.Calls))
+	for i, c := range h.Calls {
+		tools[i] = c.Tool
+	}
+	waits := fmt.Sprintf("agent %s waits for the client to run %s", a.Name, strings.Join(tools, ", "))
+	if _, ok := orchestrate.ClientSideFrom(ctx); ok {
+		resp.Metadata.DurationMS = time.Since(start).Milliseconds()
+		resp.Result.Text = waits
+		r := result(resp)
+		r.Handoff = h
+		return r, true
+	}
+	if _, inRun := toolcontext.ExecID(ctx); inRun {
+		resp.Status, resp.Error = StatusError, &ResponseError{Code: orchestrate.CodeClientInLoop,
+			Message: fmt.Sprintf("agent %s asked for %s, which the client runs, and it runs inside a tool loop that cannot pause for the client; call agent %s from a plan step (agent_orchestrate) or directly", a.Name, strings.Join(tools, ", "), a.Name)}
+		return nil, false
+	}
+	pending, hint, err := child.Pause(ctx, ToolName(a.Name), cr.Arguments, h)
+	if err != nil {
+		resp.Status, resp.Error = StatusError, &ResponseError{Code: orchestrate.CodePauseExpired, Message: fmt.Sprintf("%s, and the pause could not be kept: %v", waits, err)}
+		return nil, false
+	}
+	resp.Status, resp.Pending, resp.Resume = StatusAwaitingClient, pending, hint
+	resp.Metadata.DurationMS = time.Since(start).Milliseconds()
+	resp.Result.Text = waits + "; " + hint.How
+	return result(resp), true
 }
 
 // result turns a response into the tool's result.
@@ -366,15 +442,17 @@ func result(resp *ExecutionResponse) *registry.Result {
 	return r
 }
 
-// run runs the agent's loop for req and fills resp.
-func (a *Agent) run(ctx context.Context, child *orchestrate.ChildRun, req *ExecutionRequest, resp *ExecutionResponse, scope func(string) bool, progress func(registry.Progress)) {
+// run runs the agent's loop for req and fills resp; with cont it goes on
+// with the paused loop, the client's results in results. A loop that
+// hands calls to the client returns the handoff, and resp is not final.
+func (a *Agent) run(ctx context.Context, child *orchestrate.ChildRun, req *ExecutionRequest, resp *ExecutionResponse, scope func(string) bool, progress func(registry.Progress), cont *loopState, results map[string]any) *registry.Handoff {
 	fail := func(code orchestrate.Code, msg string) {
 		resp.Status, resp.Error = StatusError, &ResponseError{Code: code, Message: msg}
 	}
 	model, err := a.modelFor(ctx)
 	if err != nil {
 		fail(orchestrate.CodeModelError, fmt.Sprintf("agent %s has no model: %v; set agents.%s.model, or configure a planner model (the planner block, or the tenant's)", a.Name, err, a.Name))
-		return
+		return nil
 	}
 	resp.Metadata.Model = model.Name()
 	var profile Profile
@@ -384,18 +462,28 @@ func (a *Agent) run(ctx context.Context, child *orchestrate.ChildRun, req *Execu
 	user, err := a.userMessage(req, profile.Instructions)
 	if err != nil {
 		fail(orchestrate.CodeInvalidInput, err.Error())
-		return
+		return nil
 	}
 	// The conversation of the prompt that started the plan, if it named one.
 	if history, tokens := orchestrate.ConversationFrom(ctx); len(history) > 0 {
 		user = orchestrate.ConversationText(history, tokens*4, tokens) + "\n\n" + user
 	}
 	allowed := a.allowedTools(scope)
+	side := a.clientSide(ctx)
+	if side.cs != nil {
+		// The client tools of the run that called the agent, as its
+		// tools allow.
+		for _, t := range side.cs.Tools {
+			if a.allows(t.Name) && (scope == nil || scope(t.Name)) && !slices.ContainsFunc(allowed, func(x registry.Tool) bool { return x.Name == t.Name }) {
+				allowed = append(allowed, t)
+			}
+		}
+	}
 	byName := map[string]registry.Tool{}
 	defs := make([]llm.ToolDef, 0, len(allowed))
 	for _, t := range allowed {
 		byName[t.Name] = t
-		defs = append(defs, llm.ToolDef{Name: t.Name, Description: t.Description, Parameters: parameters(t.InputSchema)})
+		defs = append(defs, llm.ToolDef{Name: t.Name, Description: t.Description, Parameters: toolloop.Parameters(t.InputSchema)})
 	}
 	names := slices.Collect(maps.Keys(byName))
 	slices.Sort(names)
@@ -433,10 +521,38 @@ func (a *Agent) run(ctx context.Context, child *orchestrate.ChildRun, req *Execu
 			if progress != nil {
 				progress(registry.Progress{Progress: float64(calls), Message: fmt.Sprintf("agent %s: calling %s", a.Name, tc.Name)})
 			}
+			if tc.Name == orchestrate.AskUserTool && side.elicits() {
+				if _, ok := byName[tc.Name]; ok {
+					return a.askUser(ctx, child, side.elicit, tc)
+				}
+			}
 			return a.callTool(ctx, child, byName, names, tc, tl)
 		},
 	}
-	out := loop.Run(ctx, []llm.Message{{Role: llm.RoleUser, Content: user}})
+	loop.Handoff = a.handoffFunc(child, byName, side)
+	var out *toolloop.Result
+	if cont != nil {
+		if cont.RemainingMS > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, time.Duration(cont.RemainingMS)*time.Millisecond)
+			defer cancel()
+		}
+		var err error
+		if out, err = loop.Resume(ctx, &cont.Loop, toolloop.ClientResults(child, &cont.Loop, results, maxToolResultBytes)); err != nil {
+			fail(orchestrate.CodeInvalidInput, fmt.Sprintf("agent %s: %v", a.Name, err))
+			return nil
+		}
+	} else {
+		out = loop.Run(ctx, []llm.Message{{Role: llm.RoleUser, Content: user}})
+	}
+	if out.Paused != nil {
+		h, err := a.handoff(ctx, child, resp, out.Paused)
+		if err != nil {
+			fail(orchestrate.CodeModelError, err.Error())
+			return nil
+		}
+		return h
+	}
 	if e := out.Err; e != nil {
 		code := e.Code
 		if code == orchestrate.CodeModelError && ctx.Err() == context.DeadlineExceeded {
@@ -448,12 +564,12 @@ func (a *Agent) run(ctx context.Context, child *orchestrate.ChildRun, req *Execu
 			// the answer it has.
 			resp.Status, resp.Result.Text = StatusPartial, tl.summary(a.Name, code)
 		}
-		return
+		return nil
 	}
 	resp.Result.Text = out.Answer
 	defer tl.settle(a.Name, resp)
 	if a.data == nil {
-		return
+		return nil
 	}
 	data, verr := a.parseOutput(out.Answer)
 	if verr != nil {
@@ -468,15 +584,16 @@ func (a *Agent) run(ctx context.Context, child *orchestrate.ChildRun, req *Execu
 				code = orchestrate.CodeLimitExceeded
 			}
 			fail(code, fmt.Sprintf("agent %s: repairing its answer: %v", a.Name, err))
-			return
+			return nil
 		}
 		resp.Result.Text = strings.TrimSpace(again.Text)
 		if data, verr = a.parseOutput(again.Text); verr != nil {
 			fail(orchestrate.CodeInvalidOutput, fmt.Sprintf("agent %s: its answer does not match its output_schema, even after a repair: %v", a.Name, verr))
-			return
+			return nil
 		}
 	}
 	resp.Result.Data = data
+	return nil
 }
 
 // generate makes one model call of the agent and records it as a step.
@@ -687,21 +804,4 @@ func (a *Agent) parseOutput(text string) (any, error) {
 		return nil, errors.New(schemas.CleanError(err))
 	}
 	return v, nil
-}
-
-// parameters returns a tool's input schema as the model's tool parameters:
-// in the form the model APIs accept (schemas.PortableInput).
-func parameters(s *jsonschema.Schema) map[string]any {
-	if s == nil {
-		return map[string]any{"type": "object"}
-	}
-	data, err := schemas.PortableInput(s)
-	if err != nil {
-		return map[string]any{"type": "object"}
-	}
-	var m map[string]any
-	if json.Unmarshal(data, &m) != nil {
-		return map[string]any{"type": "object"}
-	}
-	return m
 }

@@ -46,6 +46,9 @@ const (
 	StatusSuccess = "success"
 	StatusError   = "error"
 	StatusPartial = "partial"
+	// StatusAwaitingClient: the agent, called directly, waits for the
+	// client to run the calls in pending; resume says how to go on.
+	StatusAwaitingClient = orchestrate.StatusAwaitingClient
 )
 
 // ExecutionResponse is what an agent answers: the structured output of its
@@ -56,6 +59,11 @@ type ExecutionResponse struct {
 	Result    Result         `json:"result"`
 	Error     *ResponseError `json:"error"`
 	Metadata  Metadata       `json:"metadata"`
+	// Pending and Resume are set with status awaiting_client, as in an
+	// orchestration's envelope: the calls the client runs, and how to go
+	// on with their results.
+	Pending []*orchestrate.PendingCall `json:"pending,omitempty"`
+	Resume  *orchestrate.ResumeHint    `json:"resume,omitempty"`
 }
 
 // Result is an agent's answer: its text, and with an output_schema the
@@ -191,8 +199,14 @@ func outputSchema(data *jsonschema.Schema) *jsonschema.Schema {
 		Type: "object",
 		Properties: map[string]*jsonschema.Schema{
 			"request_id": str(),
-			"status":     {Type: "string", Enum: []any{StatusSuccess, StatusError, StatusPartial}},
-			"result":     result,
+			"status":     {Type: "string", Enum: []any{StatusSuccess, StatusError, StatusPartial, StatusAwaitingClient}},
+			// The pending calls and the resume hint as the envelope has
+			// them (orchestrate.PendingCall, orchestrate.ResumeHint); their
+			// fields are not listed, so that a planner's view of the
+			// agent's output stays on its result.
+			"pending": {Type: "array", Description: "With status awaiting_client: the calls the client runs before the agent goes on ({call_id, step, agent, tool, arguments}).", Items: &jsonschema.Schema{Type: "object"}},
+			"resume":  {Type: "object", Description: "With status awaiting_client: how to go on ({exec_id, expires_at, how}: agent_orchestrate's resume, or orchestra resume)."},
+			"result":  result,
 			"error": {
 				Types:      []string{"object", "null"},
 				Properties: map[string]*jsonschema.Schema{"code": str(), "message": str()},

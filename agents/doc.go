@@ -22,6 +22,18 @@
 // by max_tool_steps or its deadline after tool results) answers "partial":
 // the tool result is Partial, and a plan ends its step partial and goes on.
 //
+// A model turn that asks for client-final tools (the calling request's
+// client tools, tools the configuration marks client-final, ask_user when
+// the client has no elicitation) hands them to the client (handoff.go):
+// the turn's other calls run, each client call is checked against its
+// tool's input schema, and the agent answers with a registry.Handoff that
+// pauses the calling run (awaiting_client) with the loop's state; its
+// resume brings the client's results and the loop goes on, under the same
+// child run, without repeating a model turn or a tool call. Called
+// directly, the agent pauses its own run and answers awaiting_client.
+// ask_user asks through the caller's elicitation when its client has it
+// (Options.Elicit for a direct call, the run's own in a plan step).
+//
 // An agent's run is a node of its caller's budget tree (package budget):
 // its start, its model calls and its tool calls count against the
 // request's max_agent_runs, max_model_calls and max_tool_calls, however

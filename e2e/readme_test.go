@@ -50,6 +50,20 @@ func generated(t *testing.T) map[string]string {
 	}
 	sections["tenants_example"] = "```yaml\n" + string(tenantsConfig) + "```\n"
 
+	// And the handoff example that TestHandoffExample runs.
+	var handoff strings.Builder
+	for _, f := range []struct{ name, lang string }{{"config.yaml", "yaml"}, {"script.jsonl", "json"}, {"plan.json", "json"}, {"results.json", "json"}} {
+		data, err := os.ReadFile("examples/agents/handoff/" + f.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if handoff.Len() > 0 {
+			handoff.WriteString("\n")
+		}
+		fmt.Fprintf(&handoff, "`examples/agents/handoff/%s`:\n\n```%s\n%s```\n", f.name, f.lang, data)
+	}
+	sections["agents_handoff_example"] = handoff.String()
+
 	var ref strings.Builder
 	for _, c := range cli.Commands() {
 		fmt.Fprintf(&ref, "### `orchestra %s`\n\n%s\n\n```\norchestra %s %s\n", c.Name, c.Summary, c.Name, c.Args)

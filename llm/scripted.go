@@ -31,6 +31,12 @@ type Scripted struct {
 type scriptEntry struct {
 	Response
 	Error *scriptError `json:"error,omitempty"`
+	// After, when set, is the id of a tool call: the entry answers the
+	// request whose conversation ends with that call's result, out of
+	// order, and is never taken in order. A run resumed in another
+	// process (after its client ran the call) thus gets the right turn.
+	After string `json:"after,omitempty"`
+	used  bool
 }
 
 // scriptError is an error a script asks for, e.g. {"kind": "rate_limited"}.
@@ -62,7 +68,10 @@ func NewScripted(responses []Response) *Scripted {
 // ({"id", "name", "arguments"}), and optionally "usage", "model" and
 // "stop_reason". An entry {"error": {"kind": "rate_limited", "message": "..."}}
 // makes that call fail instead; the kinds are rate_limited, timeout, auth,
-// bad_request, unavailable and bad_response.
+// bad_request, unavailable and bad_response. An entry with "after": "<tool
+// call id>" answers only the request whose conversation ends with that
+// call's result (a loop resumed after its client ran the call, perhaps in
+// another process), whatever its place.
 func LoadScript(path string) (*Scripted, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -137,14 +146,14 @@ func (s *Scripted) Generate(ctx context.Context, req *Request) (*Response, error
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.requests = append(s.requests, cloneRequest(req))
-	n := s.next + 1
+	i := s.take(req)
+	n := i + 1
 	op := fmt.Sprintf("response %d", n)
-	if s.next >= len(s.entries) {
+	if i >= len(s.entries) {
 		return nil, &Error{Provider: ProviderScripted, Op: op, Kind: ErrScriptExhausted,
 			Err: fmt.Errorf("the script has %d responses and all were used", len(s.entries))}
 	}
-	e := s.entries[s.next]
-	s.next++
+	e := s.entries[i]
 	if e.Error != nil {
 		msg := e.Error.Message
 		if msg == "" {
@@ -170,6 +179,30 @@ func (s *Scripted) Generate(ctx context.Context, req *Request) (*Response, error
 		}
 	}
 	return &resp, nil
+}
+
+// take returns the index of the entry that answers req, and marks it
+// used: the unused entry after the call whose result ends req's
+// conversation, else the next in order; len(entries) when none is left.
+func (s *Scripted) take(req *Request) int {
+	if k := len(req.Messages); k > 0 && req.Messages[k-1].Role == RoleTool {
+		id := req.Messages[k-1].ToolCallID
+		for i := range s.entries {
+			if e := &s.entries[i]; e.After != "" && e.After == id && !e.used {
+				e.used = true
+				return i
+			}
+		}
+	}
+	for s.next < len(s.entries) && (s.entries[s.next].After != "" || s.entries[s.next].used) {
+		s.next++
+	}
+	i := s.next
+	if i < len(s.entries) {
+		s.entries[i].used = true
+		s.next++
+	}
+	return i
 }
 
 // Requests returns copies of the requests Generate was given, in order.

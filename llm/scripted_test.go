@@ -178,3 +178,39 @@ func TestConfigDecoding(t *testing.T) {
 		t.Errorf("2500 (milliseconds) = %v, %v", d, err)
 	}
 }
+
+// An entry with "after" answers the turn whose conversation ends with that
+// call's result, whatever its place, and is never taken in order: a fresh
+// model (another process, resuming a loop) answers the resumed turn right.
+func TestScriptedAfter(t *testing.T) {
+	script := `{"tool_calls": [{"id": "e1", "name": "edit"}]}
+{"after": "e1", "text": "edited"}
+{"text": "next"}
+`
+	path := filepath.Join(t.TempDir(), "s.jsonl")
+	if err := os.WriteFile(path, []byte(script), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m, err := llm.LoadScript(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := m.Generate(t.Context(), &llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "go"}}})
+	if err != nil || len(first.ToolCalls) != 1 {
+		t.Fatalf("first: %+v, %v", first, err)
+	}
+	// In order, the "after" entry is skipped.
+	next, err := m.Generate(t.Context(), &llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "other"}}})
+	if err != nil || next.Text != "next" {
+		t.Fatalf("in order: %+v, %v", next, err)
+	}
+	resumed, _ := llm.LoadScript(path)
+	msgs := []llm.Message{{Role: llm.RoleUser, Content: "go"}, {Role: llm.RoleAssistant, ToolCalls: first.ToolCalls}, {Role: llm.RoleTool, ToolCallID: "e1", Content: "{}"}}
+	got, err := resumed.Generate(t.Context(), &llm.Request{Messages: msgs})
+	if err != nil || got.Text != "edited" {
+		t.Fatalf("the turn after e1: %+v, %v", got, err)
+	}
+	if _, err := resumed.Generate(t.Context(), &llm.Request{Messages: msgs}); err != nil {
+		t.Fatalf("the entries in order after it: %v", err)
+	}
+}

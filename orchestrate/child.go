@@ -27,6 +27,11 @@ type ChildRun struct {
 	plan     *Plan
 	steps    []*StepRecord
 	calls    int
+	// offset is how many steps it recorded before a handoff (ContinueChild).
+	offset int
+	// inline: it goes on inside the resumed run of its own pause, which
+	// begins and ends the run (ContinueChild).
+	inline bool
 }
 
 // StartChild starts a child run of the run that encloses ctx (see
@@ -40,21 +45,31 @@ type ChildRun struct {
 // within those of the request it runs for, whatever its caller may call;
 // what runs under it can call no more.
 func (e *Engine) StartChild(ctx context.Context, source string) (*ChildRun, context.Context, error) {
+	c, err := e.newChild(ctx, source)
+	if err != nil {
+		return nil, ctx, err
+	}
+	r := c.r
+	callHook(r, "RunStarted", r.hooks.RunStarted, RunStartedInfo{Run: r.info, At: r.started})
+	ctx = toolcontext.WithExecID(ctx, r.execID)
+	return c, toolcontext.WithBudget(ctx, r.budget), nil
+}
+
+// newChild makes a child run of source, its agent run counted against
+// ctx's budget; the hooks are not told yet.
+func (e *Engine) newChild(ctx context.Context, source string) (*ChildRun, error) {
 	parent, ok := toolcontext.BudgetFrom(ctx)
 	if !ok {
 		parent = e.mem.node
 	}
 	if err := parent.Spend(budget.AgentRuns, 1); err != nil {
-		return nil, ctx, err
+		return nil, err
 	}
 	plan := &Plan{Type: "tool_calls", Schedule: ScheduleSequential, Steps: []*Step{}}
 	ce := e.With(RunOptions{Source: source})
 	ce.principal = true // an agent acts with its own tools, within its request's
 	r := ce.newRun(ctx, &Request{Plan: plan})
-	c := e.loopRun(r, plan)
-	callHook(r, "RunStarted", r.hooks.RunStarted, RunStartedInfo{Run: r.info, At: r.started})
-	ctx = toolcontext.WithExecID(ctx, r.execID)
-	return c, toolcontext.WithBudget(ctx, r.budget), nil
+	return e.loopRun(r, plan), nil
 }
 
 // loopRun returns the ChildRun that makes the steps of r, with plan as
@@ -72,17 +87,24 @@ func (e *Engine) loopRun(r *run, plan *Plan) *ChildRun {
 // fallback.
 func (r *run) runFallback(ctx context.Context, err error) *Envelope {
 	r.fire(fsm.EventFallback)
+	c := r.fallbackRun()
+	// What the loop calls is the run's: its children, drawing from its
+	// budget node. Its client-final calls pause the run.
+	ctx = toolcontext.WithBudget(toolcontext.WithExecID(ctx, r.execID), r.budget)
+	if env := r.fallback.Run(r.withClientSide(ctx), c, err); env != nil {
+		return env
+	}
+	return c.Finish(StatusFailed, "", &Error{Code: CodePlannerFailed, Message: err.Error()})
+}
+
+// fallbackRun returns the ChildRun that makes the steps of r's fallback,
+// which ends r.
+func (r *run) fallbackRun() *ChildRun {
 	plan := &Plan{Type: "tool_calls", Schedule: ScheduleSequential, Steps: []*Step{}}
 	r.info.Plan = plan
 	c := r.e.loopRun(r, plan)
 	c.fallback = true
-	// What the loop calls is the run's: its children, drawing from its
-	// budget node.
-	ctx = toolcontext.WithBudget(toolcontext.WithExecID(ctx, r.execID), r.budget)
-	if env := r.fallback.Run(ctx, c, err); env != nil {
-		return env
-	}
-	return c.Finish(StatusFailed, "", &Error{Code: CodePlannerFailed, Message: err.Error()})
+	return c
 }
 
 // ExecID returns the child run's exec id.
@@ -95,7 +117,7 @@ func (c *ChildRun) Record() string { return c.r.recordURI }
 // starts and ends at once with rec, whose ID, Index and Path are set here.
 func (c *ChildRun) Step(kind string, rec *StepRecord) {
 	c.mu.Lock()
-	n := len(c.steps)
+	n := c.offset + len(c.steps)
 	rec.ID, rec.Index, rec.Path = fmt.Sprintf("%s_%d", kind, n), n, fmt.Sprintf("steps[%d]", n)
 	rec.ExecID = c.r.e.opts.NewID()
 	c.steps = append(c.steps, rec)
@@ -110,7 +132,7 @@ func (c *ChildRun) Step(kind string, rec *StepRecord) {
 // step's record; a failed call has its Error set.
 func (c *ChildRun) Call(ctx context.Context, name string, args map[string]any) *StepRecord {
 	c.mu.Lock()
-	n := len(c.steps)
+	n := c.offset + len(c.steps)
 	id := fmt.Sprintf("call_%d", c.calls)
 	c.calls++
 	now := time.Now()
@@ -152,6 +174,17 @@ func (c *ChildRun) FinishWith(status, answer string, edit func(*Artifact), errs 
 			r.fire(fsm.EventFinished)
 		}
 	}
+	env := c.envelope(status, answer, edit, errs)
+	r.mu.Lock()
+	err := errors.Join(r.internal...)
+	r.mu.Unlock()
+	callHook(r, "RunFinished", r.hooks.RunFinished, RunFinishedInfo{Run: r.info, At: time.Now(), Envelope: env, Err: err})
+	return env
+}
+
+// envelope makes the child run's envelope: its steps, edit applied.
+func (c *ChildRun) envelope(status, answer string, edit func(*Artifact), errs []*Error) *Envelope {
+	r := c.r
 	c.mu.Lock()
 	a := &Artifact{
 		Status: status, Success: status == StatusSuccess, Response: answer, Plan: c.plan,
@@ -174,16 +207,11 @@ func (c *ChildRun) FinishWith(status, answer string, edit func(*Artifact), errs 
 	if edit != nil {
 		edit(a)
 	}
-	env := &Envelope{ArtifactID: r.execID, Artifact: a, full: r.full(), Metadata: Metadata{
+	return &Envelope{ArtifactID: r.execID, Artifact: a, full: r.full(), Metadata: Metadata{
 		ContextID: r.ids.ContextID, RequestID: r.ids.RequestID, TraceID: r.ids.TraceID, UserID: r.ids.UserID,
 		ToolName: r.info.Source, ExecutedAt: r.started.UTC().Format(time.RFC3339Nano),
 		DurationMS: time.Since(r.started).Milliseconds(), Depth: r.depth, ExecID: r.execID, Record: r.recordURI,
 	}}
-	r.mu.Lock()
-	err := errors.Join(r.internal...)
-	r.mu.Unlock()
-	callHook(r, "RunFinished", r.hooks.RunFinished, RunFinishedInfo{Run: r.info, At: time.Now(), Envelope: env, Err: err})
-	return env
 }
 
 // CallTool runs one call of the tool name with args as a one-step plan

@@ -195,7 +195,8 @@ const (
 	// CodeInvalidResult: a client's result does not match its tool's
 	// output schema, or names no pending call.
 	CodeInvalidResult Code = "invalid_result"
-	// CodeClientInLoop: a tool loop or a loop's iteration cannot pause.
+	// CodeClientInLoop: a for_each iteration, or a tool loop run inside
+	// another tool loop, cannot pause for the client.
 	CodeClientInLoop Code = "client_in_loop"
 )
 

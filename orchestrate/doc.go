@@ -51,6 +51,7 @@
 //	step.go            a tool step with its retries
 //	plain.go           outputs as plain JSON values before conditions and templates read them
 //	group.go           a parallel group and its merge
+//	handoff.go         a tool loop's handoff of client calls: its pause, the client side a step sees, child runs taken up
 //	loop.go            for_each loops, their iterations and the limits they meet
 //	when.go            when conditions
 //	stream.go          steps started while the planner still writes the plan

@@ -142,6 +142,9 @@ type Engine struct {
 	pauses     PauseStore
 	elicit     Elicit // the request's
 	askOnPause bool   // the request's caller asks its user on a pause
+	// fallback goes on with a run paused in its planner's fallback
+	// (WithFallback); nil: such a run cannot be resumed here.
+	fallback *Fallback
 	// transition, when set, sees every move of every run's state machine:
 	// the engine's own tests compare the paths with the design's.
 	transition fsm.Observer
@@ -270,6 +273,18 @@ type Fallback struct {
 	// ends the run with c.Finish or c.FinishWith, whose envelope it
 	// returns.
 	Run func(ctx context.Context, c *ChildRun, err error) *Envelope
+	// Resume goes on with the fallback's loop that paused its run for the
+	// client ([ChildRun.PauseFallback]): cont holds the loop's state and
+	// the client's results. It ends the run as Run does.
+	Resume func(ctx context.Context, c *ChildRun, req *Request, cont *registry.Continuation) *Envelope
+}
+
+// WithFallback returns a copy of e whose resumes go on with runs paused
+// in a planner's fallback through fb.Resume.
+func (e *Engine) WithFallback(fb *Fallback) *Engine {
+	c := *e
+	c.fallback = fb
+	return &c
 }
 
 // RunPromptFallback is RunPrompt with a fallback for a planner that fails;

@@ -2,8 +2,10 @@ package orchestrate
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -57,10 +59,25 @@ type ResumeRequest struct {
 type PendingCall struct {
 	// CallID names this call; a result for a call that is no longer
 	// pending is refused.
-	CallID    string         `json:"call_id"`
-	Step      string         `json:"step"`
+	CallID string `json:"call_id"`
+	Step   string `json:"step"`
+	// Agent, for a call of an agent's tool loop (or of another tool that
+	// runs one), names the tool of Step that made it: the loop waits for
+	// it, and goes on with its result.
+	Agent     string         `json:"agent,omitempty"`
 	Tool      string         `json:"tool"`
 	Arguments map[string]any `json:"arguments"`
+}
+
+// LoopPause is the paused tool loop of a step (an agent's), kept with the
+// run's pause: the loop's state, and which of its calls each pending call
+// is.
+type LoopPause struct {
+	// State is the loop's state (registry.Handoff.State).
+	State json.RawMessage `json:"state"`
+	// Calls maps the ids of the step's pending calls to the loop's ids of
+	// them.
+	Calls map[string]string `json:"calls"`
 }
 
 // ResumeHint says how to continue a paused run.
@@ -87,6 +104,62 @@ type pauseState struct {
 	reuse      map[string]*StepRecord // the records of steps that ended before a resume, by id
 	resumed    bool                   // the run was taken up again: no RunStarted
 	pending    []*PendingCall         // guarded by run.mu
+	// loops are the tool loops of steps that paused this run, by step id
+	// (guarded by run.mu); continues are those a resume takes up, with
+	// the client's results.
+	loops     map[string]*LoopPause
+	continues map[string]*registry.Continuation
+	// held are the paused loops a resume brought no results for, with
+	// their pending calls, by step id: they wait again as they were.
+	held        map[string]*LoopPause
+	heldPending map[string][]*PendingCall
+}
+
+// waitAgain makes step s wait for the client again when its tool loop
+// paused before and the resume brought none of its results: same calls,
+// same call ids, same state; the loop does not run again.
+func (r *run) waitAgain(s *Step) bool {
+	lp, ok := r.ps.held[s.ID]
+	if !ok {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ps.pending = append(r.ps.pending, r.ps.heldPending[s.ID]...)
+	if r.ps.loops == nil {
+		r.ps.loops = map[string]*LoopPause{}
+	}
+	r.ps.loops[s.ID] = lp
+	r.records[s].Status = StatusAwaitingClient
+	return true
+}
+
+// handoff makes step s, whose tool's loop asked for client-final calls,
+// wait for the client: one pending call each, and the loop's state kept
+// with the pause, counted against the run's bytes like an output. In a
+// run that cannot pause (a tool loop's call) the step fails.
+func (r *run) handoff(s *Step, h *registry.Handoff) {
+	if r.req.NoPause {
+		tools := make([]string, len(h.Calls))
+		for i, c := range h.Calls {
+			tools[i] = c.Tool
+		}
+		r.end(s, StatusFailed, nil, &Error{Code: CodeClientInLoop, Message: fmt.Sprintf("%s waits for the client to run %s, and a tool loop cannot pause for it; call %s from a plan step instead", s.Tool, strings.Join(tools, ", "), s.Tool)})
+		return
+	}
+	if fail := r.bytes.charge(s.ID, int64(len(h.State))); fail != nil {
+		r.end(s, StatusFailed, nil, fail)
+		return
+	}
+	pending, lp := r.e.loopPending(s.ID, s.Tool, h)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ps.pending = append(r.ps.pending, pending...)
+	if r.ps.loops == nil {
+		r.ps.loops = map[string]*LoopPause{}
+	}
+	r.ps.loops[s.ID] = lp
+	r.records[s].Status = StatusAwaitingClient
 }
 
 // clientCall handles step s, whose tool only the client can finish: with
@@ -230,11 +303,12 @@ func (r *run) pause() *Envelope {
 	r.endStream()
 	r.mu.Lock()
 	pending := slices.Clone(r.ps.pending)
+	loops := maps.Clone(r.ps.loops)
 	r.mu.Unlock()
 	slices.SortFunc(pending, func(a, b *PendingCall) int { return r.order(a.Step) - r.order(b.Step) })
 	expires := time.Now().Add(r.e.lim.PauseTTL)
 	req := r.checkpointRequest()
-	if err := r.e.pauses.Pause(r.fireCtx, r.execID, req, pending, expires); err != nil {
+	if err := r.e.pauses.Pause(r.fireCtx, r.execID, req, pending, loops, expires); err != nil {
 		// A pause that cannot be kept cannot be resumed: the run fails.
 		r.e.log.Error("keeping a paused run", "exec_id", r.execID, "err", err)
 		r.addError(&Error{Code: CodePauseExpired, Message: "the paused run could not be kept, so it cannot be resumed: " + err.Error()})
@@ -330,9 +404,7 @@ func joinAnd(s []string) string {
 
 // clientFinal reports whether the client finishes tool t: a client tool,
 // a tool marked client-final, ask_user.
-func (r *run) clientFinal(t registry.Tool) bool {
-	return t.Mode == registry.ClientFinal || r.e.opts.ClientFinal != nil && r.e.opts.ClientFinal(t.Name)
-}
+func (r *run) clientFinal(t registry.Tool) bool { return r.e.ClientFinal(t) }
 
 // mayPause reports whether step s, a tool step, may wait for the client:
 // its tool is client-final, and, when it is ask_user, asking pauses.

@@ -21,6 +21,8 @@ type Checkpoint struct {
 	Steps map[string]*StepRecord
 	// Pending are the calls a paused run waits for.
 	Pending []*PendingCall
+	// Loops are the paused tool loops of its steps, by step id.
+	Loops map[string]*LoopPause
 	// ExpiresAt is when a paused run stops waiting.
 	ExpiresAt time.Time
 	// Claims counts how often the run was taken up again; Claim takes it
@@ -52,9 +54,10 @@ type PauseStore interface {
 	// run can be resumed if it is interrupted or fails. It may queue the
 	// write.
 	Keep(ctx context.Context, execID string, req *Request)
-	// Pause records that the run waits for pending, until expires. It
-	// returns once that is durable: the client is answered after it.
-	Pause(ctx context.Context, execID string, req *Request, pending []*PendingCall, expires time.Time) error
+	// Pause records that the run waits for pending, until expires, with
+	// the paused tool loops of its steps. It returns once that is durable:
+	// the client is answered after it.
+	Pause(ctx context.Context, execID string, req *Request, pending []*PendingCall, loops map[string]*LoopPause, expires time.Time) error
 	// Load returns the checkpoint of a run, or ErrNoCheckpoint.
 	Load(ctx context.Context, execID string) (*Checkpoint, error)
 	// Claim takes the run for one resume: it fails with ErrClaimed unless
@@ -74,7 +77,7 @@ type memoryPauses struct {
 
 func (m *memoryPauses) Keep(context.Context, string, *Request) {}
 
-func (m *memoryPauses) Pause(_ context.Context, execID string, req *Request, pending []*PendingCall, expires time.Time) error {
+func (m *memoryPauses) Pause(_ context.Context, execID string, req *Request, pending []*PendingCall, loops map[string]*LoopPause, expires time.Time) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.runs == nil {
@@ -89,7 +92,7 @@ func (m *memoryPauses) Pause(_ context.Context, execID string, req *Request, pen
 			delete(m.runs, id)
 		}
 	}
-	m.runs[execID] = &Checkpoint{ExecID: execID, Status: CheckpointPaused, Request: req, Pending: pending, ExpiresAt: expires, Claims: claims}
+	m.runs[execID] = &Checkpoint{ExecID: execID, Status: CheckpointPaused, Request: req, Pending: pending, Loops: loops, ExpiresAt: expires, Claims: claims}
 	return nil
 }
 

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/orchestra-mcp/orchestra/fsm"
+	"github.com/orchestra-mcp/orchestra/registry"
 )
 
 // Resume continues a run (the request's resume): a paused run with the
@@ -31,13 +33,14 @@ func (e *Engine) Resume(ctx context.Context, req *Request) *Envelope {
 		return e.refuse(ctx, "resume.exec_id", CodeUnknownRun, fmt.Sprintf("reading run %s: %v", rs.ExecID, err), "")
 	}
 	var results map[string]any
+	var continues map[string]*registry.Continuation
 	switch cp.Status {
 	case CheckpointPaused:
 		if time.Now().After(cp.ExpiresAt) {
 			return e.expire(ctx, cp, req.Response)
 		}
 		var issues []*Issue
-		results, issues = e.checkResults(cp, rs.Results)
+		results, continues, issues = e.checkResults(cp, rs.Results)
 		if len(issues) > 0 {
 			return e.refuseAll(ctx, issues, cp.ExecID)
 		}
@@ -48,13 +51,14 @@ func (e *Engine) Resume(ctx context.Context, req *Request) *Envelope {
 	default:
 		return e.refuse(ctx, "resume.exec_id", CodeNotResumable, fmt.Sprintf("run %s is %s; only paused, interrupted, failed and cancelled runs can be resumed", cp.ExecID, cp.Status), "")
 	}
-	steps := slices.Sorted(func(yield func(string) bool) {
-		for id := range results {
-			if !yield(id) {
-				return
-			}
-		}
-	})
+	if _, ok := cp.Loops[FallbackStep]; ok && cp.Request.Plan == nil && (e.fallback == nil || e.fallback.Resume == nil) {
+		return e.refuse(ctx, "resume.exec_id", CodeNotResumable, fmt.Sprintf("run %s paused in its planner's reactive fallback, and no planner model is configured here to go on with it; configure the planner block and resume again (the run stays paused)", cp.ExecID), "")
+	}
+	steps := slices.Sorted(maps.Keys(results))
+	for id := range continues {
+		steps = append(steps, id)
+	}
+	slices.Sort(steps)
 	if err := e.pauses.Claim(ctx, cp, "resumed", steps); err != nil {
 		if errors.Is(err, ErrClaimed) {
 			return e.refuse(ctx, "resume.exec_id", CodeAlreadyResumed, fmt.Sprintf("run %s was resumed by another request; read orchestra://executions/%s for what came of it", cp.ExecID, cp.ExecID), "")
@@ -62,8 +66,25 @@ func (e *Engine) Resume(ctx context.Context, req *Request) *Envelope {
 		return e.refuse(ctx, "resume.exec_id", CodeUnknownRun, fmt.Sprintf("taking up run %s: %v", cp.ExecID, err), "")
 	}
 	r := e.resumedRun(ctx, cp, req.Response)
-	r.ps.results = results
+	r.ps.results, r.ps.continues = results, continues
+	for step, lp := range cp.Loops {
+		if _, goes := continues[step]; goes {
+			continue
+		}
+		if r.ps.held == nil {
+			r.ps.held, r.ps.heldPending = map[string]*LoopPause{}, map[string][]*PendingCall{}
+		}
+		r.ps.held[step] = lp
+		for _, p := range cp.Pending {
+			if p.Step == step {
+				r.ps.heldPending[step] = append(r.ps.heldPending[step], p)
+			}
+		}
+	}
 	callHook(r, "RunResumed", r.hooks.RunResumed, RunResumedInfo{Run: r.info, At: r.started})
+	if cont, ok := continues[FallbackStep]; ok && cp.Request.Plan == nil {
+		return r.resumeFallback(ctx, cont)
+	}
 	return r.run(ctx, nil)
 }
 
@@ -83,22 +104,33 @@ func (e *Engine) refuseAll(ctx context.Context, issues []*Issue, paused string) 
 
 // checkResults matches a resume's results with the pending calls of a
 // paused run, by step id or call id, and checks each against its tool's
-// output schema. It returns the results by step id.
-func (e *Engine) checkResults(cp *Checkpoint, given map[string]any) (map[string]any, []*Issue) {
+// output schema. It returns the results of client steps by step id, and
+// the continuations of the steps whose tool loops paused, by step id: a
+// loop goes on only with the results of all its calls.
+func (e *Engine) checkResults(cp *Checkpoint, given map[string]any) (map[string]any, map[string]*registry.Continuation, []*Issue) {
 	waiting := make([]string, 0, len(cp.Pending))
 	for _, p := range cp.Pending {
 		waiting = append(waiting, fmt.Sprintf("%s (%s, call %s)", p.Step, p.Tool, p.CallID))
 	}
 	if len(given) == 0 {
-		return nil, []*Issue{{Path: "resume.results", Code: CodeInvalidResult, Message: fmt.Sprintf("run %s waits for the results of %s; send them in resume.results by step id", cp.ExecID, strings.Join(waiting, ", "))}}
+		return nil, nil, []*Issue{{Path: "resume.results", Code: CodeInvalidResult, Message: fmt.Sprintf("run %s waits for the results of %s; send them in resume.results by step id", cp.ExecID, strings.Join(waiting, ", "))}}
 	}
 	tools, _ := withClientTools(e.opts.Tools, cp.Request.ClientTools)
+	calls := map[string]int{} // the pending calls of each step
+	for _, p := range cp.Pending {
+		calls[p.Step]++
+	}
 	out := map[string]any{}
+	continues := map[string]*registry.Continuation{}
 	var issues []*Issue
 	more := 0 // issues past MaxIssues, counted and not described
 	for _, key := range sortedKeys(given) {
 		v := given[key]
-		i := slices.IndexFunc(cp.Pending, func(p *PendingCall) bool { return p.Step == key || p.CallID == key })
+		// A call id first: a step of a tool loop may wait for several.
+		i := slices.IndexFunc(cp.Pending, func(p *PendingCall) bool { return p.CallID == key })
+		if i < 0 {
+			i = slices.IndexFunc(cp.Pending, func(p *PendingCall) bool { return p.Step == key })
+		}
 		if i < 0 && len(issues) >= MaxIssues {
 			more++
 			continue
@@ -108,18 +140,54 @@ func (e *Engine) checkResults(cp *Checkpoint, given map[string]any) (map[string]
 			continue
 		}
 		p := cp.Pending[i]
+		_, looped := cp.Loops[p.Step]
+		if (p.Agent != "" || looped) && key == p.Step && calls[p.Step] > 1 {
+			owner := p.Agent
+			if owner == "" {
+				owner = "the planner's fallback"
+			}
+			issues = append(issues, &Issue{Path: "resume.results." + key, StepID: p.Step, Code: CodeInvalidResult, Message: fmt.Sprintf("step %s waits for %d calls of %s's tool loop; send each result by its call id", p.Step, calls[p.Step], owner)})
+			continue
+		}
 		if tool, ok := tools.Lookup(p.Tool); ok {
 			if err := validateResult(tool, v); err != nil {
 				issues = append(issues, &Issue{Path: "resume.results." + key, StepID: p.Step, Code: CodeInvalidResult, Message: fmt.Sprintf("the result of %s does not match the output schema of %s: %v; the run stays paused", p.Step, p.Tool, err)})
 				continue
 			}
 		}
-		out[p.Step] = v
+		if p.Agent == "" && !looped {
+			out[p.Step] = v
+			continue
+		}
+		lp := cp.Loops[p.Step]
+		if lp == nil || lp.Calls[p.CallID] == "" {
+			issues = append(issues, &Issue{Path: "resume.results." + key, StepID: p.Step, Code: CodeNotResumable, Message: fmt.Sprintf("the tool loop of step %s was not kept with the pause, so it cannot go on; start the run again", p.Step)})
+			continue
+		}
+		c := continues[p.Step]
+		if c == nil {
+			c = &registry.Continuation{State: lp.State, Results: map[string]any{}}
+			continues[p.Step] = c
+		}
+		c.Results[lp.Calls[p.CallID]] = v
+	}
+	for step, c := range continues {
+		if len(c.Results) < calls[step] {
+			var missing []string
+			for _, p := range cp.Pending {
+				if lp := cp.Loops[step]; p.Step == step && lp != nil {
+					if _, ok := c.Results[lp.Calls[p.CallID]]; !ok {
+						missing = append(missing, fmt.Sprintf("%s (%s)", p.CallID, p.Tool))
+					}
+				}
+			}
+			issues = append(issues, &Issue{Path: "resume.results", StepID: step, Code: CodeInvalidResult, Message: fmt.Sprintf("the tool loop of step %s goes on only with the results of all its calls; send those of %s too (the run stays paused)", step, strings.Join(missing, ", "))})
+		}
 	}
 	if more > 0 {
 		issues = append(issues, &Issue{Path: "resume.results", Code: CodeTooManyIssues, Message: fmt.Sprintf("%d more results name no call the run waits for; send only the results of %s", more, strings.Join(waiting, ", "))})
 	}
-	return out, issues
+	return out, continues, issues
 }
 
 // resumedRun makes the run that takes up cp: its exec id, its request,

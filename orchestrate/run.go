@@ -229,7 +229,8 @@ func (r *run) run(ctx context.Context, planner PlanFunc) (env *Envelope) {
 	pctx = toolcontext.WithDepth(pctx, r.depth+1)
 	pctx = toolcontext.WithExecID(pctx, r.execID)
 	pctx = toolcontext.WithBudget(pctx, r.budget)
-	if !r.ps.resumed {
+	pctx = r.withClientSide(pctx)
+	if !r.ps.resumed && !r.req.NoPause { // a tool loop's call is not a run of its own to resume
 		r.e.pauses.Keep(r.fireCtx, r.execID, r.checkpointRequest())
 	}
 	r.schedule(ctx, pctx)

@@ -23,6 +23,9 @@ func (r *run) runLeaf(ctx context.Context, s *Step) {
 	r.mu.Lock()
 	r.records[s].Arguments = args
 	r.mu.Unlock()
+	if r.waitAgain(s) {
+		return
+	}
 	// A call started while the plan was written was counted as it
 	// started; any other is counted now.
 	if !r.stream.startedEarly(s, args) {
@@ -81,10 +84,18 @@ func (r *run) call(ctx context.Context, s *Step, tool registry.Tool, args map[st
 			res, err = early.wait(actx)
 			stepTimedOut = (early.timedOut || actx.Err() == context.DeadlineExceeded) && ctx.Err() == nil
 		} else {
-			res, err = tool.Invoke(actx, &registry.CallRequest{Arguments: args, Progress: progress})
+			cr := &registry.CallRequest{Arguments: args, Progress: progress}
+			if attempt == 1 {
+				cr.Continue = r.ps.continues[s.ID] // a resume takes up the step's paused loop
+			}
+			res, err = tool.Invoke(actx, cr)
 			stepTimedOut = actx.Err() == context.DeadlineExceeded && ctx.Err() == nil
 		}
 		cancel()
+		if err == nil && res.Handoff != nil {
+			r.handoff(s, res.Handoff)
+			return
+		}
 		if err == nil && !res.IsError {
 			out := plainJSON(res.Output())
 			if n, ok := jsonSizeWithin(out, r.lim.MaxRunBytes); ok {

@@ -157,6 +157,10 @@ type HandlerOptions struct {
 	// run, before the caller is answered (it keeps a save_as). The prompt
 	// path's Prompt does the same itself.
 	Finished func(ctx context.Context, r *Request, env *Envelope)
+	// Fallback, when set, returns what goes on, with engine e, with a run
+	// a resume takes up that paused in its planner's fallback
+	// ([Engine.WithFallback]); nil when no planner can.
+	Fallback func(e *Engine, req *mcp.CallToolRequest) *Fallback
 }
 
 // StartFunc runs a decoded request with engine e (the plan, prompt or
@@ -208,7 +212,11 @@ func (e *Engine) Handler(opts HandlerOptions) mcp.ToolHandler {
 			ctx, ans := withAnswer(ctx)
 			defer ans.release()
 			if r.Resume != nil {
-				return Result(e.Resume(ctx, r)) // whatever a planner is
+				re := e
+				if opts.Fallback != nil {
+					re = e.WithFallback(opts.Fallback(e, req))
+				}
+				return Result(re.Resume(ctx, r)) // whatever a planner is
 			}
 			if r.Plan == nil {
 				if opts.Prompt == nil {

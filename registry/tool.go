@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -44,6 +45,36 @@ type CallRequest struct {
 	Arguments map[string]any
 	// Progress, when not nil, receives progress the tool reports while it runs.
 	Progress func(Progress)
+	// Continue, when set, takes up the call's earlier handoff (see
+	// [Handoff]) with the client's results, instead of starting anew.
+	Continue *Continuation
+}
+
+// Handoff is the answer of a tool that runs a loop (an agent) whose model
+// asked for client-final tools: the calls the client must run, and the
+// loop's state, which the caller keeps with its pause and hands back in
+// [CallRequest].Continue with the client's results.
+type Handoff struct {
+	// Calls are the client's calls, their arguments checked against the
+	// client tools' input schemas.
+	Calls []HandoffCall
+	// State is the paused loop, as JSON.
+	State json.RawMessage
+}
+
+// HandoffCall is one call a [Handoff] leaves to the client.
+type HandoffCall struct {
+	// ID names the call within its loop.
+	ID        string
+	Tool      string
+	Arguments map[string]any
+}
+
+// Continuation takes up a [Handoff]: its state and the client's results,
+// by [HandoffCall].ID ({"error": "message"} for a call that failed).
+type Continuation struct {
+	State   json.RawMessage
+	Results map[string]any
 }
 
 // Progress is one progress report of a running tool.
@@ -98,6 +129,9 @@ type Result struct {
 	// partial): its output is kept, and Code says what is missing. A plan
 	// ends such a step partial, not failed.
 	Partial bool
+	// Handoff, when set, says the tool waits for its caller's client:
+	// the result is not an answer yet (see [Handoff]).
+	Handoff *Handoff
 }
 
 // Output is the value a plan sees as the step's output: the structured

@@ -39,6 +39,7 @@ func (a *App) addAgents() error {
 		Scope:       a.agentScope,
 		Profile:     a.agentProfile,
 		Prices:      a.Config.Pricing,
+		Elicit:      func(ctx context.Context) orchestrate.Elicit { return elicitFor(agentCaller(ctx)) },
 		Logger:      a.log,
 	})
 	if err != nil {

@@ -1,10 +1,12 @@
 package server_test
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -13,6 +15,7 @@ import (
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 	"github.com/orchestra-mcp/orchestra/planner"
 	"github.com/orchestra-mcp/orchestra/server"
+	"github.com/orchestra-mcp/orchestra/testutil/fakeopenai"
 	"github.com/orchestra-mcp/orchestra/testutil/servertest"
 )
 
@@ -103,5 +106,63 @@ func TestReactiveFallbackRecord(t *testing.T) {
 	}
 	if len(page.Executions) != 1 {
 		t.Errorf("the records list %d runs, want the one: %+v", len(page.Executions), page.Executions)
+	}
+}
+
+// TestReactiveFallbackHandsOff: the reactive fallback's model asks, in one
+// turn, for render (run here) and the client tool editor_apply: the run
+// pauses with the client's call, named by the fallback's step; the resume
+// brings its result, the model's next request carries both results as
+// tool messages, and the run ends with the model's answer. No model turn
+// and no call runs twice.
+func TestReactiveFallbackHandsOff(t *testing.T) {
+	var planning atomic.Int64
+	fake := fakeopenai.New(t, func(ctx context.Context, r *fakeopenai.Request) fakeopenai.Reply {
+		if !strings.Contains(r.System(), "No plan could be made") {
+			planning.Add(1)
+			return fakeopenai.Text("no plan here")
+		}
+		if len(r.ToolResults()) == 0 {
+			render := fakeopenai.Call("render", `{"template": "hello {{.who}}", "values": {"who": "world"}}`)
+			apply := fakeopenai.Call("editor_apply", `{"path": "a.txt", "text": "hello world"}`)
+			return fakeopenai.Reply{ToolCalls: append(render.ToolCalls, apply.ToolCalls...)}
+		}
+		return fakeopenai.Text("done: " + strings.Join(r.ToolResults(), " | "))
+	})
+	_, cs := agentsApp(t, fake.URL(), t.TempDir(), nil, func(cfg *config.Config) { cfg.Planner.Fallback = planner.FallbackReactive })
+	_, env := runPlan(t, cs, map[string]any{"prompt": "greet the world in a.txt", "client_tools": []any{editorApply}})
+	a := env.Artifact
+	if a.Status != orchestrate.StatusAwaitingClient || len(a.Pending) != 1 || a.Resume == nil || a.Planner == nil || a.Planner.Fallback != planner.FallbackReactive {
+		t.Fatalf("status %s, pending %+v, planner %+v, errors %v", a.Status, a.Pending, a.Planner, a.Errors)
+	}
+	p := a.Pending[0]
+	if p.Step != orchestrate.FallbackStep || p.Tool != "editor_apply" || p.Arguments["text"] != "hello world" || p.CallID == "" {
+		t.Errorf("pending call %+v", p)
+	}
+	if len(a.Steps) != 1 || a.Steps[0].Tool != "render" || a.Steps[0].Status != orchestrate.StatusSuccess {
+		t.Errorf("the steps before the pause: %+v", a.Steps)
+	}
+	asked := len(fake.Requests())
+	p0 := env.Metadata
+	_, env = runPlan(t, cs, map[string]any{"resume": map[string]any{"exec_id": a.Resume.ExecID, "results": map[string]any{p.CallID: map[string]any{"applied": true}}}})
+	a = env.Artifact
+	if a.Status != orchestrate.StatusSuccess || env.Metadata.ExecID != p0.ExecID {
+		t.Fatalf("after the resume: status %s, errors %v, validation %v", a.Status, a.Errors, a.ValidationErrors)
+	}
+	reqs := fake.Requests()
+	if len(reqs) != asked+1 || int(planning.Load()) != asked-1 {
+		t.Fatalf("the model was asked %d times after the resume (%d planning in all); want the one turn", len(reqs)-asked, planning.Load())
+	}
+	results := reqs[len(reqs)-1].ToolResults()
+	if len(results) != 2 || !strings.Contains(results[0], "hello world") || results[1] != `{"applied":true}` {
+		t.Errorf("the tool messages of the model's turn after the resume: %q", results)
+	}
+	if !strings.HasPrefix(a.Response, "done: ") || a.Planner == nil || a.Planner.Fallback != planner.FallbackReactive {
+		t.Errorf("the answer %q, planner %+v", a.Response, a.Planner)
+	}
+	for _, s := range a.Steps {
+		if s.Tool == "render" {
+			t.Errorf("render ran again after the resume: %+v", s)
+		}
 	}
 }

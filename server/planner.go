@@ -162,6 +162,27 @@ func (c viewCatalog) List() []registry.Tool {
 	return tools
 }
 
+// resumeFallback returns what goes on with a run that paused in its
+// planner's reactive fallback, resumed by req with engine e: the planner
+// prompt would use for req, with its model or the client's through
+// sampling. nil when there is none (the run then fails with
+// not_resumable, saying so).
+func (a *App) resumeFallback(e *orchestrate.Engine, req *mcp.CallToolRequest) *orchestrate.Fallback {
+	base, model := a.plannerFor(req)
+	p := base.WithEngine(e)
+	if model == nil {
+		m, err := llm.SamplingFor(req, a.planner.key, a.planner.sampling)
+		if err != nil {
+			return nil
+		}
+		if _, input := m.(*llm.InputSampling); input {
+			return nil // no reactive fallback answers through input requests
+		}
+		p = p.WithModel(m)
+	}
+	return p.ResumeFallback()
+}
+
 // failPlanning is a planner that fails with err.
 func failPlanning(err error) orchestrate.PlanFunc {
 	return func(context.Context) (*orchestrate.Plan, *orchestrate.PlannerInfo, []*orchestrate.Issue, error) {

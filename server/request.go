@@ -84,7 +84,8 @@ func (a *App) orchestrateHandler() mcp.ToolHandler {
 			Control: func(ctx context.Context, req *mcp.CallToolRequest, r *orchestrate.Request) *mcp.CallToolResult {
 				return a.control(ctx, base, req, r)
 			},
-			Result: a.resultFor,
+			Result:   a.resultFor,
+			Fallback: a.resumeFallback,
 		})
 		if idem != nil {
 			return a.idempotent(ctx, e, req, idem, handle)
@@ -209,7 +210,12 @@ func withCaller(ctx context.Context, req *mcp.CallToolRequest) context.Context {
 func (a *App) Run(ctx context.Context, req *orchestrate.Request, source string) *orchestrate.Envelope {
 	ctx = toolcontext.EnsureRequestID(ctx)
 	ids, _ := toolcontext.IDsFrom(ctx)
-	return a.Engine.RunWith(ctx, req, orchestrate.RunOptions{Source: source, Logger: a.log.With("request_id", ids.RequestID)})
+	e := a.Engine.With(orchestrate.RunOptions{Source: source, Logger: a.log.With("request_id", ids.RequestID)})
+	if p, err := a.Planner(); err == nil && req.Resume != nil {
+		// A run paused in its planner's reactive fallback goes on with it.
+		e = e.WithFallback(p.WithEngine(e).ResumeFallback())
+	}
+	return e.Run(ctx, req)
 }
 
 // Reject returns the envelope of a request that cannot run, recorded like

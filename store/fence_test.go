@@ -69,7 +69,7 @@ func TestLeaseFencing(t *testing.T) {
 	// a wakes: its writes are refused, synchronous or queued.
 	fenced("a's step", a.RecordStep(ctx, StepRecord{ExecID: "r1", StepID: "s1", Tool: "t", Status: "success", Output: json.RawMessage(`{"late":true}`)}))
 	fenced("a's new step", a.RecordStep(ctx, StepRecord{ExecID: "r1", StepID: "s2", Tool: "t", Status: "success"}))
-	fenced("a's pause", a.Pause(ctx, "r1", json.RawMessage(`{"plan":{}}`), json.RawMessage(`[]`), clk.Now().Add(time.Hour)))
+	fenced("a's pause", a.Pause(ctx, "r1", json.RawMessage(`{"plan":{}}`), json.RawMessage(`[]`), nil, clk.Now().Add(time.Hour)))
 	fenced("a's end", a.FinishRun(ctx, "r1", StatusSuccess, env("success"), time.Time{}, 0))
 	if err := a.QueueFinishRun(ctx, "r1", StatusFailed, env("failed"), time.Time{}, 0); err != nil {
 		t.Fatal(err)
@@ -168,7 +168,7 @@ func TestLeaseFencing(t *testing.T) {
 			t.Fatalf("a's step of its live run: %v", err)
 		}
 	}
-	if err := a.Pause(ctx, "r2", json.RawMessage(`{"plan":{}}`), json.RawMessage(`[]`), clk.Now().Add(time.Hour)); err != nil {
+	if err := a.Pause(ctx, "r2", json.RawMessage(`{"plan":{}}`), json.RawMessage(`[]`), nil, clk.Now().Add(time.Hour)); err != nil {
 		t.Fatalf("a's pause of its live run: %v", err)
 	}
 	if err := a.FinishRun(ctx, "r2", StatusSuccess, env("success"), time.Time{}, 0); err != nil {

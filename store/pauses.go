@@ -35,6 +35,8 @@ type Resumable struct {
 	Paused    bool
 	Pending   json.RawMessage
 	ExpiresAt time.Time
+	// Loops are the paused tool loops of its steps, as Pause stored them.
+	Loops json.RawMessage
 	// Claims counts how often the run was taken up again.
 	Claims int
 	// Steps are the run's step records.
@@ -59,10 +61,11 @@ func (s *Store) QueueKeepRequest(ctx context.Context, execID string, request jso
 }
 
 // Pause records that run execID waits for its client's results of pending
-// until expires, with its request, and waits until that, and every write
+// until expires, with its request and the state of its steps' paused tool
+// loops (loops, which may be empty), and waits until that, and every write
 // queued before it, is committed.
-func (s *Store) Pause(ctx context.Context, execID string, request, pending json.RawMessage, expires time.Time) error {
-	w := &pauseWrite{db: s.writer, id: execID, request: request, pending: pending, expires: expires, at: s.now(), fence: s.fenceID()}
+func (s *Store) Pause(ctx context.Context, execID string, request, pending, loops json.RawMessage, expires time.Time) error {
+	w := &pauseWrite{db: s.writer, id: execID, request: request, pending: pending, loops: loops, expires: expires, at: s.now(), fence: s.fenceID()}
 	s.running.remove(execID)
 	return s.do(ctx, w)
 }
@@ -99,18 +102,18 @@ func (s *Store) ResumableIn(ctx context.Context, scope Scope, execID string) (*R
 		return nil, err
 	}
 	res := &Resumable{Run: run, Steps: steps}
-	var request, pending sql.NullString
+	var request, pending, loops sql.NullString
 	var expires sql.NullInt64
 	var paused int
-	err = s.reader.QueryRowContext(ctx, `SELECT request, paused, pending, expires_at, claims FROM resumable WHERE exec_id = ?`, execID).
-		Scan(&request, &paused, &pending, &expires, &res.Claims)
+	err = s.reader.QueryRowContext(ctx, `SELECT request, paused, pending, expires_at, claims, loops FROM resumable WHERE exec_id = ?`, execID).
+		Scan(&request, &paused, &pending, &expires, &res.Claims, &loops)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("reading run %s: it kept no request to resume with: %w", execID, ErrNotFound)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading run %s: %w", execID, err)
 	}
-	res.Request, res.Pending, res.Paused, res.ExpiresAt = rawJSON(request), rawJSON(pending), paused == 1, fromNull(expires)
+	res.Request, res.Pending, res.Paused, res.ExpiresAt, res.Loops = rawJSON(request), rawJSON(pending), paused == 1, fromNull(expires), rawJSON(loops)
 	return res, nil
 }
 
@@ -210,12 +213,12 @@ func (w *keepWrite) apply(ctx context.Context, tx *sql.Tx, _ *statements) error 
 
 // pauseWrite pauses a run.
 type pauseWrite struct {
-	db                    *sql.DB
-	id                    string
-	request, pending      json.RawMessage
-	requestText, pendText sql.NullString
-	expires, at           time.Time
-	fence                 string // the instance that must hold the run, on PostgreSQL
+	db                              *sql.DB
+	id                              string
+	request, pending, loops         json.RawMessage
+	requestText, pendText, loopText sql.NullString
+	expires, at                     time.Time
+	fence                           string // the instance that must hold the run, on PostgreSQL
 }
 
 func (w *pauseWrite) String() string { return "pausing run " + w.id }
@@ -227,6 +230,9 @@ func (w *pauseWrite) encode() (err error) {
 	if w.pendText, err = jsonText(w.pending); err != nil {
 		return fmt.Errorf("%s: pending: %w", w, err)
 	}
+	if w.loopText, err = jsonText(w.loops); err != nil {
+		return fmt.Errorf("%s: loops: %w", w, err)
+	}
 	return nil
 }
 
@@ -235,9 +241,9 @@ func (w *pauseWrite) apply(ctx context.Context, tx *sql.Tx, _ *statements) error
 		if err := checkFence(ctx, tx, w, w.id, w.fence); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO resumable (exec_id, request, paused, pending, expires_at) VALUES (?, ?, 1, ?, ?)
-			ON CONFLICT (exec_id) DO UPDATE SET request = excluded.request, paused = 1, pending = excluded.pending, expires_at = excluded.expires_at`,
-			w.id, w.requestText, w.pendText, w.expires.UnixNano())
+		_, err := tx.ExecContext(ctx, `INSERT INTO resumable (exec_id, request, paused, pending, expires_at, loops) VALUES (?, ?, 1, ?, ?, ?)
+			ON CONFLICT (exec_id) DO UPDATE SET request = excluded.request, paused = 1, pending = excluded.pending, expires_at = excluded.expires_at, loops = excluded.loops`,
+			w.id, w.requestText, w.pendText, w.expires.UnixNano(), w.loopText)
 		if err == nil {
 			err = addPauseEvent(ctx, tx, w.id, "paused", w.at, w.pendText)
 		}
@@ -275,7 +281,7 @@ func (w *claimWrite) encode() (err error) {
 
 func (w *claimWrite) apply(ctx context.Context, tx *sql.Tx, _ *statements) error {
 	return inTx(ctx, w.db, tx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE resumable SET paused = 0, pending = NULL, expires_at = NULL, claims = claims + 1
+		res, err := tx.ExecContext(ctx, `UPDATE resumable SET paused = 0, pending = NULL, expires_at = NULL, loops = NULL, claims = claims + 1
 			WHERE exec_id = ? AND claims = ?`, w.id, w.claims)
 		if err != nil {
 			return fmt.Errorf("%s: %w", w, err)

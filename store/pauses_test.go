@@ -32,10 +32,10 @@ func TestPausedRunOutlivesItsStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	expires := time.Now().Add(time.Hour).Truncate(time.Nanosecond)
-	if err := s.Pause(ctx, "paused", []byte(`{"plan":{"steps":[1]}}`), []byte(`[{"call_id":"c1","step":"edit"}]`), expires); err != nil {
+	if err := s.Pause(ctx, "paused", []byte(`{"plan":{"steps":[1]}}`), []byte(`[{"call_id":"c1","step":"edit"}]`), []byte(`{"edit":{"state":{"turn":1},"calls":{"c1":"m1"}}}`), expires); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Pause(ctx, "nobody", []byte(`{}`), nil, expires); !errors.Is(err, ErrNotFound) {
+	if err := s.Pause(ctx, "nobody", []byte(`{}`), nil, nil, expires); !errors.Is(err, ErrNotFound) {
 		t.Errorf("pausing an unknown run: %v, want ErrNotFound", err)
 	}
 	if err := s.Close(); err != nil {
@@ -48,7 +48,8 @@ func TestPausedRunOutlivesItsStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !res.Paused || res.Run.Status != StatusPaused || !res.Run.Resumable || string(res.Request) != `{"plan":{"steps":[1]}}` ||
-		string(res.Pending) != `[{"call_id":"c1","step":"edit"}]` || !res.ExpiresAt.Equal(expires) || len(res.Steps) != 1 {
+		string(res.Pending) != `[{"call_id":"c1","step":"edit"}]` || !res.ExpiresAt.Equal(expires) || len(res.Steps) != 1 ||
+		string(res.Loops) != `{"edit":{"state":{"turn":1},"calls":{"c1":"m1"}}}` {
 		t.Errorf("after reopen: %+v, run %+v", res, res.Run)
 	}
 	kept, err := s2.ResumableIn(ctx, Scope{}, "kept")
@@ -95,6 +96,9 @@ func TestPausedRunOutlivesItsStore(t *testing.T) {
 	if err != nil || run.Status != StatusRunning || run.Resumable {
 		t.Errorf("a claimed run: %+v, %v", run, err)
 	}
+	if claimed, err := s2.ResumableIn(ctx, Scope{}, "paused"); err != nil || claimed.Loops != nil || claimed.Pending != nil {
+		t.Errorf("a claimed run keeps its pause's loops or calls: %+v, %v", claimed, err)
+	}
 	hist, err := s2.Pauses(ctx, "paused")
 	if err != nil || len(hist) != 2 || hist[0].Event != "paused" || hist[1].Event != "resumed" || string(hist[1].Detail) != `["edit"]` || hist[1].Seq != 2 {
 		t.Errorf("history %+v, %v", hist, err)
@@ -110,7 +114,7 @@ func TestListPausedRuns(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := s.Pause(ctx, "wait", []byte(`{}`), []byte(`[]`), time.Now().Add(time.Hour)); err != nil {
+	if err := s.Pause(ctx, "wait", []byte(`{}`), []byte(`[]`), nil, time.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	for status, want := range map[Status]string{StatusPaused: "wait", StatusRunning: "run"} {
@@ -136,7 +140,7 @@ func TestPausedRunOnPostgres(t *testing.T) {
 	if err := a.QueueKeepRequest(ctx, "p1", []byte(`{"plan":{"steps":[]}}`)); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Pause(ctx, "p1", []byte(`{"plan":{"steps":[]}}`), []byte(`[{"step":"e"}]`), clk.Now().Add(time.Hour)); err != nil {
+	if err := a.Pause(ctx, "p1", []byte(`{"plan":{"steps":[]}}`), []byte(`[{"step":"e"}]`), []byte(`{"e":{"state":{"turn":2},"calls":{}}}`), clk.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	clk.Advance(time.Hour / 2)
@@ -144,7 +148,7 @@ func TestPausedRunOnPostgres(t *testing.T) {
 		t.Fatalf("a sweep interrupted %d paused runs, %v", n, err)
 	}
 	res, err := b.ResumableIn(ctx, Scope{}, "p1")
-	if err != nil || !res.Paused || res.Run.Status != StatusPaused {
+	if err != nil || !res.Paused || res.Run.Status != StatusPaused || string(res.Loops) != `{"e":{"state":{"turn":2},"calls":{}}}` {
 		t.Fatalf("read from another replica: %+v, %v", res, err)
 	}
 	if runs, _, err := b.List(ctx, ListOptions{Status: StatusPaused}); err != nil || len(runs) != 1 {

@@ -9,6 +9,14 @@
 // budget): when the request has no tool call left, the next turn asks for
 // the answer without tools.
 //
+// With Handoff set, a turn that asks for client-final tools runs its other
+// calls, then pauses: Result.Paused is the loop's State (plain JSON, kept
+// by the caller with its pause), and Resume goes on with the client's
+// results, running no turn and no call twice. ClientHandoff is the
+// Handoff of both callers: it checks each client call against its tool's
+// input schema (Preflight); ClientResults records the client's results as
+// steps of the run and turns them into tool messages.
+//
 //	res := (&toolloop.Loop{
 //		Generate: model.Generate,
 //		System:   "You are a researcher.",

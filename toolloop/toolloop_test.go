@@ -84,3 +84,68 @@ func TestLoopModelErrors(t *testing.T) {
 		t.Errorf("err = %v", res.Err)
 	}
 }
+
+// A turn that asks for a client-final call runs its server calls, then
+// pauses with the client's call; Resume appends every result in the
+// model's order and asks the model again: no turn and no call runs twice.
+func TestLoopHandoffAndResume(t *testing.T) {
+	turn := llm.Response{ToolCalls: []llm.ToolCall{
+		{ID: "1", Name: "read", Arguments: json.RawMessage(`{}`)},
+		{ID: "2", Name: "apply", Arguments: json.RawMessage(`{"x":1}`)},
+		{ID: "3", Name: "apply", Arguments: json.RawMessage(`{"bad":true}`)},
+		{ID: "4", Name: "read", Arguments: json.RawMessage(`{}`)},
+	}, Usage: llm.Usage{InputTokens: 5}}
+	m := llm.NewScripted([]llm.Response{turn, {Text: "applied", Usage: llm.Usage{InputTokens: 7}}})
+	var ran []string
+	loop := &toolloop.Loop{
+		Generate: m.Generate, MaxTurns: 5, Tools: []llm.ToolDef{{Name: "read"}, {Name: "apply"}},
+		Call: func(_ context.Context, tc llm.ToolCall) string {
+			ran = append(ran, tc.ID)
+			return "read " + tc.ID
+		},
+		Handoff: func(_ context.Context, tc llm.ToolCall) (llm.ToolCall, string, bool) {
+			if tc.Name != "apply" {
+				return tc, "", false
+			}
+			if strings.Contains(string(tc.Arguments), "bad") {
+				return tc, "error: bad is not allowed", true
+			}
+			return tc, "", true
+		},
+	}
+	res := loop.Run(t.Context(), []llm.Message{{Role: llm.RoleUser, Content: "goal"}})
+	st := res.Paused
+	if res.Err != nil || st == nil || len(st.Pending) != 1 || st.Pending[0].ID != "2" || res.Answer != "" {
+		t.Fatalf("result = %+v", res)
+	}
+	if strings.Join(ran, ",") != "1,4" || len(m.Requests()) != 1 || st.Calls != 3 {
+		t.Fatalf("ran %v, %d model calls, state %+v", ran, len(m.Requests()), st)
+	}
+	// The state goes through JSON, as it is kept with a pause.
+	data, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back toolloop.State
+	if err := json.Unmarshal(data, &back); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loop.Resume(t.Context(), &back, map[string]string{}); err == nil {
+		t.Fatal("a resume without the pending result was accepted")
+	}
+	res, err = loop.Resume(t.Context(), &back, map[string]string{"2": "done"})
+	if err != nil || res.Err != nil || res.Answer != "applied" || res.Turns != 2 || res.Usage.InputTokens != 12 {
+		t.Fatalf("resumed = %+v, %v", res, err)
+	}
+	if strings.Join(ran, ",") != "1,4" || len(m.Requests()) != 2 {
+		t.Fatalf("after the resume: ran %v, %d model calls", ran, len(m.Requests()))
+	}
+	msgs := m.Requests()[1].Messages
+	var got []string
+	for _, msg := range msgs[2:] {
+		got = append(got, msg.ToolCallID+"="+msg.Content)
+	}
+	if want := "1=read 1,2=done,3=error: bad is not allowed,4=read 4"; strings.Join(got, ",") != want {
+		t.Errorf("the results the model read: %v, want %s", got, want)
+	}
+}

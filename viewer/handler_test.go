@@ -387,7 +387,7 @@ func TestPausedRunAndInsights(t *testing.T) {
 		at := time.Now().Add(-time.Minute)
 		seed(t, st, "paused-run", "alice", at, store.StatusRunning, `{}`)
 		pending := `[{"call_id":"call-7","step":"approve","tool":"ask_manager","arguments":{"amount":"<b>1200</b>"}}]`
-		if err := st.Pause(ctx, "paused-run", json.RawMessage(`{"plan":{}}`), json.RawMessage(pending), time.Now().Add(time.Hour)); err != nil {
+		if err := st.Pause(ctx, "paused-run", json.RawMessage(`{"plan":{}}`), json.RawMessage(pending), nil, time.Now().Add(time.Hour)); err != nil {
 			t.Fatal(err)
 		}
 		if err := st.RecordInsights(ctx, store.Insight{Owner: "alice", Tool: "render", Key: "k", Kind: "tool_error", Lesson: "render needs a <template>"}); err != nil {

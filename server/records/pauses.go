@@ -37,10 +37,14 @@ func (p *Pauses) Keep(ctx context.Context, execID string, req *orchestrate.Reque
 }
 
 // Pause implements orchestrate.Pauses.
-func (p *Pauses) Pause(ctx context.Context, execID string, req *orchestrate.Request, pending []*orchestrate.PendingCall, expires time.Time) error {
+func (p *Pauses) Pause(ctx context.Context, execID string, req *orchestrate.Request, pending []*orchestrate.PendingCall, loops map[string]*orchestrate.LoopPause, expires time.Time) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
 	defer cancel()
-	return p.st.Pause(ctx, execID, marshal(req), marshal(pending), expires)
+	var lp json.RawMessage
+	if len(loops) > 0 {
+		lp = marshal(loops)
+	}
+	return p.st.Pause(ctx, execID, marshal(req), marshal(pending), lp, expires)
 }
 
 // Load implements orchestrate.Pauses.
@@ -61,6 +65,11 @@ func (p *Pauses) Load(ctx context.Context, execID string) (*orchestrate.Checkpoi
 		cp.Status = orchestrate.CheckpointPaused
 		if err := json.Unmarshal(res.Pending, &cp.Pending); err != nil {
 			return nil, fmt.Errorf("the run's pending calls do not decode: %w", err)
+		}
+		if len(res.Loops) > 0 {
+			if err := json.Unmarshal(res.Loops, &cp.Loops); err != nil {
+				return nil, fmt.Errorf("the run's paused tool loops do not decode: %w", err)
+			}
 		}
 	}
 	for _, s := range res.Steps {
