@@ -145,8 +145,8 @@ func (a *App) takeOne() bool {
 	}
 	o := orphans[0]
 	lim := a.Config.Limits
-	claim := fairshare.Claim{Owner: "user:" + o.UserID}
-	bc := bgClaim{owner: o.UserID, tenant: o.Tenant, ownerMax: lim.MaxBackground, depth: lim.BackgroundQueueDepth}
+	claim := fairshare.Claim{Owner: "user:" + o.Owner}
+	bc := bgClaim{owner: o.Owner, tenant: o.Tenant, ownerMax: lim.MaxBackground, depth: lim.BackgroundQueueDepth}
 	var ro orchestrate.RunOptions
 	tenant, t := "", config.Tenant{}
 	if tt, ok := a.Config.Tenants[o.Tenant]; ok && o.Tenant != "" {
