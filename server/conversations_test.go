@@ -9,6 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/orchestra-mcp/orchestra/agents"
 	"github.com/orchestra-mcp/orchestra/config"
 	"github.com/orchestra-mcp/orchestra/llm"
 	"github.com/orchestra-mcp/orchestra/server"
@@ -96,5 +97,52 @@ func TestConversationOfItsCaller(t *testing.T) {
 	}
 	if text, err := read(bob); err != nil || strings.Contains(text, "first planet") || !strings.Contains(text, "what did alice ask") {
 		t.Errorf("bob's conversation resource (%v):\n%s", err, text)
+	}
+}
+
+// TestAgentsGetTheConversation: the agent step of a prompt-path run whose
+// caller named a conversation gets its earlier turns, as the planning
+// request does; the agent of a run that named none gets none.
+func TestAgentsGetTheConversation(t *testing.T) {
+	var mu sync.Mutex
+	var agentUser []string
+	fake := fakeopenai.New(t, func(ctx context.Context, r *fakeopenai.Request) fakeopenai.Reply {
+		if !isPlanning(r) {
+			mu.Lock()
+			agentUser = append(agentUser, r.User())
+			mu.Unlock()
+			return fakeopenai.Text("packed")
+		}
+		if strings.Contains(r.User(), "delegate") {
+			return fakeopenai.Call("__planning__", planAgentStep)
+		}
+		return fakeopenai.Call("__planning__", `{"type": "direct_response", "content": "Mars is the fourth planet"}`)
+	})
+	cfg := namedTokensConfig(t, fake.URL())
+	cfg.Agents = map[string]agents.Config{"helper": {Description: "Helps.", Instructions: "You are helper."}}
+	app := newApp(t, cfg)
+	srv := httptest.NewServer(app.HTTPHandler(server.HTTPOptions{}))
+	t.Cleanup(srv.Close)
+	alice := connectAs(t, srv, "alice-secret-token")
+
+	for _, args := range []map[string]any{
+		{"prompt": "which planet is fourth?", "context_id": "trip-2"},
+		{"prompt": "delegate the packing list", "context_id": "trip-2"},
+		{"prompt": "delegate it once more"},
+	} {
+		if _, env := servertest.Call(t, alice, args, nil); !env.Artifact.Success {
+			t.Fatalf("%v: %+v", args["prompt"], env.Artifact.Errors)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(agentUser) != 2 {
+		t.Fatalf("the agent was asked %d times, want 2", len(agentUser))
+	}
+	if got := agentUser[0]; !strings.Contains(got, "user: which planet is fourth?") || !strings.Contains(got, "assistant: Mars is the fourth planet") {
+		t.Errorf("the agent of the conversation's second turn lacks its first:\n%s", got)
+	}
+	if got := agentUser[1]; strings.Contains(got, "which planet") || strings.Contains(got, "Mars") {
+		t.Errorf("the agent of a run without a context id got a conversation:\n%s", got)
 	}
 }
