@@ -24,15 +24,16 @@ const module = "github.com/orchestra-mcp/orchestra"
 // calls the CLI. A new package gets a line here, in the layer below
 // everything that imports it and above everything it imports.
 var layers = map[string]int{
-	// The decoding gate and the pieces the schema loader uses, below it.
-	"internal/jsongate": -1, "internal/boundedmap": -1,
+	// The decoding gate and the pieces the schema loader uses, below it;
+	// text cutting, which the store uses.
+	"internal/jsongate": -1, "internal/boundedmap": -1, "internal/textcut": -1,
 
 	// Small shared pieces and leaves that import nothing of orchestra
 	// (the schema loader: the gate only).
 	"internal/schemaload": 0, "e2e/hostile": 0,
 	"internal/bytesize": 0, "internal/duration": 0, "internal/fairshare": 0,
 	"internal/jsonrpcerr": 0, "internal/plural": 0, "internal/rank": 0, "internal/redact": 0, "internal/suggest": 0,
-	"internal/textcut": 0, "internal/timeline": 0, "internal/version": 0, "internal/worker": 0,
+	"internal/timeline": 0, "internal/version": 0, "internal/worker": 0,
 	"fsm": 0, "store": 0, "packaging/mcpb": 0, "packaging/npm": 0,
 	"testutil/fakeopenai": 0, "testutil/pgtest": 0, "testutil/termtest": 0, "e2e": 0,
 
