@@ -637,14 +637,7 @@ func TestInputSchemaAgreesWithBehaviour(t *testing.T) {
 // error naming the limit (its request timeout, 30 s, would fail the test)
 // and the next plan runs.
 func TestTSClientOversizedRequest(t *testing.T) {
-	node, err := exec.LookPath("node")
-	dir, _ := filepath.Abs(filepath.Join("testdata", "clients"))
-	if _, serr := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "client")); serr != nil || err != nil {
-		if os.Getenv("ORCHESTRA_REQUIRE_NPM") != "" {
-			t.Fatal("the TypeScript clients are not installed: run `npm ci` in testdata/clients")
-		}
-		t.Skip("the TypeScript clients are not installed: run `npm ci` in testdata/clients")
-	}
+	node, dir := tsClients(t)
 	target := matrixTarget{transport: "stdio", command: []string{orchestraBin, "serve", "--store", "memory"}}
 	for _, c := range []struct{ sdk, version string }{{"v1", "2025-11-25"}, {"v2", "2025-11-25"}, {"v2", "2026-07-28"}} {
 		t.Run(c.sdk+"/"+c.version, func(t *testing.T) {
@@ -675,14 +668,7 @@ func TestTSClientOversizedRequest(t *testing.T) {
 // ExecutionRequest shape; they validate its structuredContent against that
 // schema (a mismatch throws) and see the agent's data.
 func TestTSClientCallsExposedAgent(t *testing.T) {
-	node, err := exec.LookPath("node")
-	dir, _ := filepath.Abs(filepath.Join("testdata", "clients"))
-	if _, serr := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "client")); serr != nil || err != nil {
-		if os.Getenv("ORCHESTRA_REQUIRE_NPM") != "" {
-			t.Fatal("the TypeScript clients are not installed: run `npm ci` in testdata/clients")
-		}
-		t.Skip("the TypeScript clients are not installed: run `npm ci` in testdata/clients")
-	}
+	node, dir := tsClients(t)
 	fake := fakeopenai.New(t, func(ctx context.Context, r *fakeopenai.Request) fakeopenai.Reply {
 		return fakeopenai.Text(`{"count": 3, "summary": "three fruits"}`)
 	})

@@ -62,7 +62,9 @@ func tsClients(t *testing.T) (node, clients string) {
 	t.Helper()
 	node, err := exec.LookPath("node")
 	clients, _ = filepath.Abs(filepath.Join("testdata", "clients"))
-	if _, serr := os.Stat(filepath.Join(clients, "node_modules", "@modelcontextprotocol", "sdk")); serr != nil || err != nil {
+	_, sdk := os.Stat(filepath.Join(clients, "node_modules", "@modelcontextprotocol", "sdk"))
+	_, client := os.Stat(filepath.Join(clients, "node_modules", "@modelcontextprotocol", "client"))
+	if err != nil || sdk != nil || client != nil {
 		if os.Getenv("ORCHESTRA_REQUIRE_NPM") != "" {
 			t.Fatal("the TypeScript clients are not installed: run `npm ci` in testdata/clients")
 		}

@@ -21,14 +21,7 @@ import (
 // against the outputSchema), and the fake is asked nothing for that call;
 // a parameter of the wrong type is refused with the schema's error.
 func TestTSClientSavesAndCallsWorkflow(t *testing.T) {
-	node, err := exec.LookPath("node")
-	dir, _ := filepath.Abs(filepath.Join("testdata", "clients"))
-	if _, serr := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "client")); serr != nil || err != nil {
-		if os.Getenv("ORCHESTRA_REQUIRE_NPM") != "" {
-			t.Fatal("the TypeScript clients are not installed: run `npm ci` in testdata/clients")
-		}
-		t.Skip("the TypeScript clients are not installed: run `npm ci` in testdata/clients")
-	}
+	node, dir := tsClients(t)
 	fake := fakeopenai.New(t, func(ctx context.Context, r *fakeopenai.Request) fakeopenai.Reply {
 		return fakeopenai.Call(planner.ToolName, `{"type":"tool_calls","schedule":"sequential","reasoning":"render it","answer":null,
 			"calls":[{"tool_name":"render","arguments":{"template":"hello {{.who}}","values":{"who":"ana"}}}],
