@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/orchestra-mcp/orchestra/fsm"
 	"github.com/orchestra-mcp/orchestra/registry"
 	"github.com/orchestra-mcp/orchestra/toolcontext"
 )
@@ -114,6 +115,43 @@ func TestStopBetweenSteps(t *testing.T) {
 			t.Errorf("status %s, errors %v; want cancelled", env.Artifact.Status, errorCodes(env))
 		}
 	})
+}
+
+// A step that fails because the run was cancelled, and whose result is
+// ready by the time the scheduler looks, is the cancellation's doing: the
+// run ends cancelled, not failed by the step halting it. The scheduler is
+// held in awaiting_results until both the cancellation and the step's
+// result are there, so that it meets them together (a select between two
+// ready cases picks at random: the run repeats).
+func TestCancelMeetsTheStepsResult(t *testing.T) {
+	for range 20 {
+		synctest.Test(t, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			cat := registry.NewCatalog(fakeTool(t, "wait", "", "", func(ctx context.Context, args map[string]any) (*registry.Result, error) {
+				<-ctx.Done()
+				return nil, ctx.Err()
+			}))
+			te := newTestEngine(t, cat, Limits{})
+			held := false
+			te.transition = func(tr fsm.Transition) {
+				te.rec.transition(tr)
+				if tr.To == fsm.StateAwaitingResults && !held {
+					held = true
+					cancel()
+					synctest.Wait() // the step has returned and sent its result
+				}
+			}
+			env := te.Run(ctx, mustRequest(t, `{"plan":{"steps":[{"tool":"wait"}]}}`))
+			te.logs.checkFSM(t)
+			if got, want := stepStatuses(env), []string{"0=cancelled"}; !slices.Equal(got, want) {
+				t.Errorf("steps = %v, want %v", got, want)
+			}
+			if env.Artifact.Status != StatusCancelled || !slices.Contains(errorCodes(env), CodeCancelled) {
+				t.Fatalf("status %s, errors %v; want cancelled", env.Artifact.Status, errorCodes(env))
+			}
+		})
+	}
 }
 
 // schedule dag starts a step as soon as the steps it references ended, and

@@ -100,6 +100,13 @@ func (r *run) schedule(ctx, pctx context.Context) {
 		select {
 		case s := <-sc.results:
 			sc.landed(s)
+			if pctx.Err() != nil && !r.endedWell(s) {
+				// The plan's context ended too (a select between two
+				// ready cases picks either): a step that did not
+				// succeed ended because of it, and the cancellation or
+				// the deadline stops the run, not the step's failure.
+				r.stopFor(ctx)
+			}
 			r.fireLimit()
 			if r.waits(s) {
 				sc.wait(s)
@@ -264,6 +271,14 @@ func (r *run) settle(s *Step) {
 		r.stop()
 		r.stepEnded(s, fsm.EventStepFailed)
 	}
+}
+
+// endedWell reports whether s ended as a success, or as a group that merged.
+func (r *run) endedWell(s *Step) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st := r.records[s].Status
+	return st == StatusSuccess || st == StatusPartial
 }
 
 // failedDep returns a dependency of s that did not produce an output.
