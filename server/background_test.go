@@ -378,3 +378,45 @@ func TestStdioShutdownDrainsBackgroundRuns(t *testing.T) {
 	}
 	receive(t, g.stopped, "the background step's cancellation")
 }
+
+// TestBackgroundRunWithIdempotencyKey: a background call with an
+// idempotency key starts one run; its repeats, while the run goes on and
+// after it ended, get the same answer — the run started, its exec id to
+// await — and start nothing.
+func TestBackgroundRunWithIdempotencyKey(t *testing.T) {
+	g := newGate()
+	app := newApp(t, nil, g.tool(t, "gate"))
+	cs := connectObs(t, app, nil)
+	input := gatedSteps("gate", 1)
+	input["idempotency_key"] = "weekly-report"
+
+	_, first := callBG(t, cs, input)
+	receive(t, g.started, "the run's step")
+	if first.Artifact.Status != orchestrate.StatusRunning || first.Artifact.Background == nil {
+		t.Fatalf("the background answer: %+v", first.Artifact)
+	}
+	id := first.Artifact.Background.ExecID
+	_, repeat := callBG(t, cs, input)
+	if repeat.Artifact.Status != orchestrate.StatusRunning || repeat.Artifact.Background == nil || repeat.Artifact.Background.ExecID != id {
+		t.Fatalf("a repeat while the run goes on: %+v (want the run %s)", repeat.Artifact, id)
+	}
+	g.release <- struct{}{}
+	_, final := callBG(t, cs, map[string]any{"await": map[string]any{"exec_id": id, "timeout_ms": 60000}})
+	if final.Artifact.Status != orchestrate.StatusSuccess {
+		t.Fatalf("the run: %+v", final.Artifact)
+	}
+	_, late := callBG(t, cs, input)
+	if late.Artifact.Background == nil || late.Artifact.Background.ExecID != id {
+		t.Fatalf("a repeat after the run ended: %+v (want the run %s)", late.Artifact, id)
+	}
+	select {
+	case <-g.started:
+		t.Fatal("a repeat started another run")
+	default:
+	}
+	var page server.ExecutionPage
+	readJSON(t, cs, server.ExecutionsURI, &page)
+	if len(page.Executions) != 1 {
+		t.Errorf("%d runs recorded; want 1", len(page.Executions))
+	}
+}
