@@ -227,6 +227,25 @@ func isNameByte(c byte) bool {
 	return c == '_' || c == '-' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
 
+// BindingName returns s made a name a plan can read as $bindings.<name>:
+// each byte a name cannot hold becomes "_", and "_" goes before a first
+// byte that cannot start one (a digit, "-").
+func BindingName(s string) string {
+	if isIdent(s) {
+		return s
+	}
+	b := []byte(s)
+	for i, c := range b {
+		if !isNameByte(c) {
+			b[i] = '_'
+		}
+	}
+	if len(b) == 0 || !isIdent(string(b[:1])) {
+		b = append([]byte{'_'}, b...)
+	}
+	return string(b)
+}
+
 // isIdent reports whether s is a valid step id or result key:
 // [A-Za-z_][A-Za-z0-9_-]*.
 func isIdent(s string) bool {

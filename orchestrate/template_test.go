@@ -141,3 +141,21 @@ func TestRefCanonicalRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// TestBindingName: what BindingName makes of a name is one a template
+// reads as a whole binding, and a name that is one already is kept.
+func TestBindingName(t *testing.T) {
+	for in, want := range map[string]string{
+		"limit": "limit", "max-results": "max-results", "_x": "_x",
+		"1_limit": "_1_limit", "page size": "page_size", "a.b": "a_b", "-x": "_-x", "": "_", "ü": "__",
+	} {
+		got := BindingName(in)
+		if got != want {
+			t.Errorf("BindingName(%q) = %q; want %q", in, got, want)
+		}
+		tpl, err := ParseTemplate("$bindings." + got)
+		if err != nil || tpl.Kind != Whole || tpl.Ref.Binding != got {
+			t.Errorf("$bindings.%s does not parse as the whole binding %q: %v %+v", got, got, err, tpl)
+		}
+	}
+}

@@ -95,14 +95,24 @@ func (in *inference) add(name string, val any, fromTool *jsonschema.Schema, feed
 }
 
 // nameFor names the parameter a literal argument becomes: the argument's
-// name, shared by steps that pass the same value, else prefixed with the
-// step's id.
+// name, shared by steps that pass the same value, else with the step's id
+// before it, and a number after that when even this is taken. A name is
+// always one the plan can read as $bindings.<name> (an argument named
+// "page size", a step "1").
 func (in *inference) nameFor(arg, step string, val any) string {
-	prev, taken := in.values[arg]
-	if !taken || equalJSON(prev, val) {
-		return arg
+	free := func(name string) bool {
+		prev, taken := in.values[name]
+		return !taken || equalJSON(prev, val)
 	}
-	return step + "_" + arg
+	name := orchestrate.BindingName(arg)
+	if free(name) {
+		return name
+	}
+	name = orchestrate.BindingName(step + "_" + arg)
+	for n := 2; !free(name); n++ {
+		name = orchestrate.BindingName(fmt.Sprintf("%s_%s_%d", step, arg, n))
+	}
+	return name
 }
 
 // argumentSchema returns the schema a tool's inputSchema gives the

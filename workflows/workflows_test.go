@@ -111,6 +111,57 @@ func TestInferParameters(t *testing.T) {
 	}
 }
 
+// TestInferNamesAreBindingNames: a parameter is named so that the plan
+// can read it, when the step ids are numbers (as planners write them) or
+// an argument's name has bytes a binding name cannot hold; and a name
+// taken by another value is not reused. The workflow checks and runs with
+// new values.
+func TestInferNamesAreBindingNames(t *testing.T) {
+	search := registry.Tool{
+		Name:        "search",
+		InputSchema: schema(t, `{"type":"object","properties":{"q":{"type":"string"},"limit":{"type":"number"},"page size":{"type":"integer"}}}`),
+		Call: func(ctx context.Context, cr *registry.CallRequest) (*registry.Result, error) {
+			return &registry.Result{Structured: map[string]any{"args": cr.Arguments}}, nil
+		},
+	}
+	cat := registry.NewCatalog(search)
+	p := decode(t, `{"steps":[
+		{"tool":"search","arguments":{"q":"a","limit":100,"page size":5}},
+		{"tool":"search","arguments":{"q":"a","limit":20}},
+		{"id":"_1","tool":"search","arguments":{"limit":7}},
+		{"tool":"search","arguments":{"limit":3}}],
+		"return":{"first":"$0.output.args","last":"$3.output.args"}}`)
+	w, err := workflows.Infer("search-twice", "", p, nil, cat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for name, s := range w.Parameters.Properties {
+		got[name] = string(s.Default)
+	}
+	want := map[string]string{"q": `"a"`, "limit": "100", "page_size": "5", "_1_limit": "20", "_1_limit_2": "7", "_3_limit": "3"}
+	if len(got) != len(want) {
+		t.Errorf("parameters = %v; want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("parameter %s = %s; want %s (all: %v)", k, got[k], v, got)
+		}
+	}
+	e := orchestrate.NewEngine(orchestrate.Options{Tools: cat})
+	if err := w.Check(e); err != nil {
+		t.Fatalf("the inferred workflow does not check: %v", err)
+	}
+	tool := workflows.Tool(w, workflows.ToolOptions{Engine: e, Resolve: func(context.Context, string) (*workflows.Workflow, error) { return w, nil }})
+	res, err := tool.Call(t.Context(), &registry.CallRequest{Arguments: map[string]any{"_3_limit": 30, "page_size": 9}})
+	if err != nil || res.IsError {
+		t.Fatalf("call: %v %+v", err, res)
+	}
+	if data, _ := json.Marshal(res.Structured); string(data) != `{"first":{"limit":100,"page size":9,"q":"a"},"last":{"limit":30}}` {
+		t.Errorf("structured = %s", data)
+	}
+}
+
 // TestCheckNamesStepAndField: a workflow whose tool changed shape fails
 // its check with the workflow, version, step and field.
 func TestCheckNamesStepAndField(t *testing.T) {
