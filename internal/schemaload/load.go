@@ -87,17 +87,9 @@ func Load(source string, raw any, lim Limits) (*jsonschema.Schema, error) {
 	if raw == nil {
 		return nil, nil
 	}
-	var data []byte
-	switch r := raw.(type) {
-	case json.RawMessage:
-		data = r
-	case []byte:
-		data = r
-	default:
-		var err error
-		if data, err = json.Marshal(raw); err != nil {
-			return nil, &Error{Source: source, Reason: fmt.Sprintf("does not encode as JSON: %v", err)}
-		}
+	data, err := Encode(raw)
+	if err != nil {
+		return nil, &Error{Source: source, Reason: fmt.Sprintf("does not encode as JSON: %v", err)}
 	}
 	if err := lim.JSON.Check(data); err != nil {
 		return nil, &Error{Source: source, Reason: fmt.Sprintf("the schema %v; send a smaller schema", err)}
@@ -114,6 +106,18 @@ func Load(source string, raw any, lim Limits) (*jsonschema.Schema, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// Encode returns a schema as JSON: the bytes of a json.RawMessage or a
+// []byte as they are, any other value (a map, a struct) marshaled.
+func Encode(raw any) ([]byte, error) {
+	switch r := raw.(type) {
+	case json.RawMessage:
+		return r, nil
+	case []byte:
+		return r, nil
+	}
+	return json.Marshal(raw)
 }
 
 // Check applies Load's checks to a schema built in memory (one a repair

@@ -47,17 +47,9 @@ func NormalizeSchema(raw any) (*jsonschema.Schema, error) {
 	}
 	// A round trip through JSON copies the caller's maps, so repairs never
 	// touch them, and gives every number the same Go type.
-	var data []byte
-	switch r := raw.(type) {
-	case json.RawMessage:
-		data = r
-	case []byte:
-		data = r
-	default:
-		var err error
-		if data, err = json.Marshal(raw); err != nil {
-			return nil, fmt.Errorf("encoding schema: %w", err)
-		}
+	data, err := schemaload.Encode(raw)
+	if err != nil {
+		return nil, fmt.Errorf("encoding schema: %w", err)
 	}
 	var v any
 	if err := json.Unmarshal(data, &v); err != nil {
