@@ -35,7 +35,7 @@ var layers = map[string]int{
 	"internal/jsonrpcerr": 0, "internal/plural": 0, "internal/rank": 0, "internal/redact": 0, "internal/suggest": 0,
 	"internal/timeline": 0, "internal/version": 0, "internal/worker": 0,
 	"fsm": 0, "store": 0, "packaging/mcpb": 0, "packaging/npm": 0,
-	"testutil/fakeopenai": 0, "testutil/pgtest": 0, "testutil/termtest": 0, "e2e": 0,
+	"testutil/fakeopenai": 0, "testutil/jwttest": 0, "testutil/pgtest": 0, "testutil/termtest": 0, "e2e": 0,
 
 	// The vocabulary: budgets, models, schemas, the tool interface.
 	"budget": 1, "llm": 1, "schemas": 1, "registry": 1,

@@ -1,23 +1,19 @@
 package server
 
 import (
-	"encoding/base64"
 	"encoding/json"
-	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
-	"crypto/rand"
 	"crypto/rsa"
 
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/orchestra-mcp/orchestra/config"
+	"github.com/orchestra-mcp/orchestra/testutil/jwttest"
 )
 
 // withBearer sends every request with a bearer token.
@@ -36,14 +32,14 @@ func (b withBearer) RoundTrip(r *http.Request) (*http.Response, error) {
 // token's runs, nor takes over its HTTP session, and its own runs are its
 // own; both keep "alice" as the user id shown.
 func TestJWTSubjectIsNotAStaticToken(t *testing.T) {
-	is := newIssuer(t)
-	k1 := newRSAKey(t)
-	is.publish(map[string]*rsa.PrivateKey{"k1": k1})
+	is := jwttest.New(t)
+	k1 := jwttest.NewKey(t)
+	is.Publish(map[string]*rsa.PrivateKey{"k1": k1})
 	t.Setenv("ORCHESTRA_TEST_ALICE", "alice-static-token")
 	cfg := config.Default()
 	cfg.Server.Auth = config.Auth{
 		Tokens: []config.NamedToken{{Name: "alice", TokenEnv: "ORCHESTRA_TEST_ALICE"}},
-		JWT:    &config.JWT{Issuer: testIssuer, Audience: testAudience, JWKSURL: is.srv.URL},
+		JWT:    &config.JWT{Issuer: jwttest.Issuer, Audience: jwttest.Audience, JWKSURL: is.URL()},
 	}
 	app, err := New(t.Context(), cfg, Options{Version: "test"})
 	if err != nil {
@@ -62,7 +58,7 @@ func TestJWTSubjectIsNotAStaticToken(t *testing.T) {
 		t.Cleanup(func() { cs.Close() })
 		return cs
 	}
-	jwtAlice := sign(t, "k1", k1, claims(func(c jwt.MapClaims) { c["sub"] = "alice" }))
+	jwtAlice := jwttest.Sign(t, "k1", k1, jwttest.Claims(func(c jwt.MapClaims) { c["sub"] = "alice" }))
 	static, impostor := connect("alice-static-token"), connect(jwtAlice)
 
 	call := func(cs *mcp.ClientSession, args map[string]any) map[string]any {
@@ -139,76 +135,4 @@ func TestJWTSubjectIsNotAStaticToken(t *testing.T) {
 	if err != nil || run.Owner != "static:alice" || run.UserID != "alice" {
 		t.Errorf("the record's owner %q and user id %q (%v)", run.Owner, run.UserID, err)
 	}
-}
-
-// The fake authorization server of httpedge's tests, for a test that needs
-// the whole server.
-
-// issuer is a fake authorization server: it signs tokens and publishes its
-// current keys as a JWK set.
-type issuer struct {
-	t       *testing.T
-	mu      sync.Mutex
-	keys    map[string]*rsa.PrivateKey
-	fetches int
-	srv     *httptest.Server
-}
-
-func newIssuer(t *testing.T) *issuer {
-	is := &issuer{t: t, keys: map[string]*rsa.PrivateKey{}}
-	is.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		is.mu.Lock()
-		defer is.mu.Unlock()
-		is.fetches++
-		var set struct {
-			Keys []map[string]string `json:"keys"`
-		}
-		for kid, k := range is.keys {
-			set.Keys = append(set.Keys, map[string]string{"kty": "RSA", "kid": kid, "use": "sig", "alg": "RS256",
-				"n": base64.RawURLEncoding.EncodeToString(k.N.Bytes()),
-				"e": base64.RawURLEncoding.EncodeToString(big.NewInt(int64(k.E)).Bytes())})
-		}
-		json.NewEncoder(w).Encode(set)
-	}))
-	t.Cleanup(is.srv.Close)
-	return is
-}
-
-func newRSAKey(t *testing.T) *rsa.PrivateKey {
-	k, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
-}
-
-// publish replaces the published keys.
-func (is *issuer) publish(keys map[string]*rsa.PrivateKey) {
-	is.mu.Lock()
-	defer is.mu.Unlock()
-	is.keys = keys
-}
-
-func sign(t *testing.T, kid string, key *rsa.PrivateKey, claims jwt.MapClaims) string {
-	tok := jwt.NewWithClaims(jwt.SigningMethodRS256, claims)
-	tok.Header["kid"] = kid
-	s, err := tok.SignedString(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
-const (
-	testIssuer   = "https://auth.example.com"
-	testAudience = "https://orchestra.example.com/mcp"
-)
-
-func claims(mod func(jwt.MapClaims)) jwt.MapClaims {
-	c := jwt.MapClaims{"iss": testIssuer, "aud": testAudience, "sub": "user-123",
-		"exp": time.Now().Add(time.Hour).Unix(), "scope": "orchestra:run profile"}
-	if mod != nil {
-		mod(c)
-	}
-	return c
 }

@@ -2,11 +2,9 @@ package httpedge
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/rsa"
 	"encoding/base64"
 	"encoding/json"
-	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -19,76 +17,8 @@ import (
 
 	"github.com/orchestra-mcp/orchestra/config"
 	"github.com/orchestra-mcp/orchestra/server/tenancy"
+	"github.com/orchestra-mcp/orchestra/testutil/jwttest"
 )
-
-// issuer is a fake authorization server: it signs tokens and publishes its
-// current keys as a JWK set.
-type issuer struct {
-	t       *testing.T
-	mu      sync.Mutex
-	keys    map[string]*rsa.PrivateKey
-	fetches int
-	srv     *httptest.Server
-}
-
-func newIssuer(t *testing.T) *issuer {
-	is := &issuer{t: t, keys: map[string]*rsa.PrivateKey{}}
-	is.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		is.mu.Lock()
-		defer is.mu.Unlock()
-		is.fetches++
-		var set struct {
-			Keys []map[string]string `json:"keys"`
-		}
-		for kid, k := range is.keys {
-			set.Keys = append(set.Keys, map[string]string{"kty": "RSA", "kid": kid, "use": "sig", "alg": "RS256",
-				"n": base64.RawURLEncoding.EncodeToString(k.N.Bytes()),
-				"e": base64.RawURLEncoding.EncodeToString(big.NewInt(int64(k.E)).Bytes())})
-		}
-		json.NewEncoder(w).Encode(set)
-	}))
-	t.Cleanup(is.srv.Close)
-	return is
-}
-
-func newRSAKey(t *testing.T) *rsa.PrivateKey {
-	k, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
-}
-
-// publish replaces the published keys.
-func (is *issuer) publish(keys map[string]*rsa.PrivateKey) {
-	is.mu.Lock()
-	defer is.mu.Unlock()
-	is.keys = keys
-}
-
-func sign(t *testing.T, kid string, key *rsa.PrivateKey, claims jwt.MapClaims) string {
-	tok := jwt.NewWithClaims(jwt.SigningMethodRS256, claims)
-	tok.Header["kid"] = kid
-	s, err := tok.SignedString(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
-const (
-	testIssuer   = "https://auth.example.com"
-	testAudience = "https://orchestra.example.com/mcp"
-)
-
-func claims(mod func(jwt.MapClaims)) jwt.MapClaims {
-	c := jwt.MapClaims{"iss": testIssuer, "aud": testAudience, "sub": "user-123",
-		"exp": time.Now().Add(time.Hour).Unix(), "scope": "orchestra:run profile"}
-	if mod != nil {
-		mod(c)
-	}
-	return c
-}
 
 // TestJWTResourceServer: a valid access token is accepted with its sub as
 // the user id; expired, wrong issuer, wrong audience, bad signature and
@@ -96,10 +26,10 @@ func claims(mod func(jwt.MapClaims)) jwt.MapClaims {
 // names the protected resource metadata, which is served; a key rotation
 // at the issuer is picked up.
 func TestJWTResourceServer(t *testing.T) {
-	is := newIssuer(t)
-	k1, other := newRSAKey(t), newRSAKey(t)
-	is.publish(map[string]*rsa.PrivateKey{"k1": k1})
-	cfg := config.Auth{JWT: &config.JWT{Issuer: testIssuer, Audience: testAudience, JWKSURL: is.srv.URL, RequiredScopes: []string{"orchestra:run"}}}
+	is := jwttest.New(t)
+	k1, other := jwttest.NewKey(t), jwttest.NewKey(t)
+	is.Publish(map[string]*rsa.PrivateKey{"k1": k1})
+	cfg := config.Auth{JWT: &config.JWT{Issuer: jwttest.Issuer, Audience: jwttest.Audience, JWKSURL: is.URL(), RequiredScopes: []string{"orchestra:run"}}}
 	tokens, err := LoadTokens(cfg, nil, os.LookupEnv)
 	if err != nil {
 		t.Fatal(err)
@@ -131,7 +61,7 @@ func TestJWTResourceServer(t *testing.T) {
 		return resp, b.String()
 	}
 
-	if resp, body := post(sign(t, "k1", k1, claims(nil))); resp.StatusCode != http.StatusOK {
+	if resp, body := post(jwttest.Sign(t, "k1", k1, jwttest.Claims(nil))); resp.StatusCode != http.StatusOK {
 		t.Fatalf("valid token: %d %s", resp.StatusCode, body)
 	}
 	metadata := `resource_metadata="` + srv.URL + ProtectedResourcePath + `"`
@@ -142,12 +72,12 @@ func TestJWTResourceServer(t *testing.T) {
 		auth   string
 	}{
 		{"no token", "", 401, metadata},
-		{"expired", sign(t, "k1", k1, claims(func(c jwt.MapClaims) { c["exp"] = time.Now().Add(-time.Hour).Unix() })), 401, `error="invalid_token"`},
-		{"wrong issuer", sign(t, "k1", k1, claims(func(c jwt.MapClaims) { c["iss"] = "https://evil.example.com" })), 401, `error="invalid_token"`},
-		{"wrong audience", sign(t, "k1", k1, claims(func(c jwt.MapClaims) { c["aud"] = "https://other.example.com/mcp" })), 401, `error="invalid_token"`},
-		{"bad signature", sign(t, "k1", other, claims(nil)), 401, `error="invalid_token"`},
-		{"no exp", sign(t, "k1", k1, claims(func(c jwt.MapClaims) { delete(c, "exp") })), 401, `error="invalid_token"`},
-		{"missing scope", sign(t, "k1", k1, claims(func(c jwt.MapClaims) { c["scope"] = "profile" })), 403, `error="insufficient_scope", scope="orchestra:run"`},
+		{"expired", jwttest.Sign(t, "k1", k1, jwttest.Claims(func(c jwt.MapClaims) { c["exp"] = time.Now().Add(-time.Hour).Unix() })), 401, `error="invalid_token"`},
+		{"wrong issuer", jwttest.Sign(t, "k1", k1, jwttest.Claims(func(c jwt.MapClaims) { c["iss"] = "https://evil.example.com" })), 401, `error="invalid_token"`},
+		{"wrong audience", jwttest.Sign(t, "k1", k1, jwttest.Claims(func(c jwt.MapClaims) { c["aud"] = "https://other.example.com/mcp" })), 401, `error="invalid_token"`},
+		{"bad signature", jwttest.Sign(t, "k1", other, jwttest.Claims(nil)), 401, `error="invalid_token"`},
+		{"no exp", jwttest.Sign(t, "k1", k1, jwttest.Claims(func(c jwt.MapClaims) { delete(c, "exp") })), 401, `error="invalid_token"`},
+		{"missing scope", jwttest.Sign(t, "k1", k1, jwttest.Claims(func(c jwt.MapClaims) { c["scope"] = "profile" })), 403, `error="insufficient_scope", scope="orchestra:run"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			resp, body := post(tc.token)
@@ -173,19 +103,19 @@ func TestJWTResourceServer(t *testing.T) {
 	}
 	json.NewDecoder(resp.Body).Decode(&prm)
 	resp.Body.Close()
-	if prm.Resource != testAudience || len(prm.AuthorizationServers) != 1 || prm.AuthorizationServers[0] != testIssuer || len(prm.ScopesSupported) != 1 {
+	if prm.Resource != jwttest.Audience || len(prm.AuthorizationServers) != 1 || prm.AuthorizationServers[0] != jwttest.Issuer || len(prm.ScopesSupported) != 1 {
 		t.Errorf("protected resource metadata = %+v", prm)
 	}
 
 	// Rotation: the issuer replaces k1 with k2; a token signed with k2 is
 	// accepted once the keys are fetched again, and k1's are refused.
 	tokens.jwt.minRefresh = 0
-	k2 := newRSAKey(t)
-	is.publish(map[string]*rsa.PrivateKey{"k2": k2})
-	if resp, body := post(sign(t, "k2", k2, claims(nil))); resp.StatusCode != http.StatusOK {
+	k2 := jwttest.NewKey(t)
+	is.Publish(map[string]*rsa.PrivateKey{"k2": k2})
+	if resp, body := post(jwttest.Sign(t, "k2", k2, jwttest.Claims(nil))); resp.StatusCode != http.StatusOK {
 		t.Errorf("token signed with the rotated key: %d %s", resp.StatusCode, body)
 	}
-	if resp, _ := post(sign(t, "k1", k1, claims(nil))); resp.StatusCode != http.StatusUnauthorized {
+	if resp, _ := post(jwttest.Sign(t, "k1", k1, jwttest.Claims(nil))); resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("token signed with the retired key: %d, want 401", resp.StatusCode)
 	}
 }
@@ -193,7 +123,7 @@ func TestJWTResourceServer(t *testing.T) {
 // TestJWKSFetchHoldsNoLock: while the keys are being fetched, a token
 // signed with a known key verifies without waiting for the fetch.
 func TestJWKSFetchHoldsNoLock(t *testing.T) {
-	k1 := newRSAKey(t)
+	k1 := jwttest.NewKey(t)
 	release := make(chan struct{})
 	entered := make(chan struct{}, 1)
 	first := true
@@ -212,16 +142,16 @@ func TestJWKSFetchHoldsNoLock(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	t.Cleanup(func() { close(release) })
-	v := newJWTVerifier(config.JWT{Issuer: testIssuer, Audience: testAudience, JWKSURL: srv.URL})
+	v := newJWTVerifier(config.JWT{Issuer: jwttest.Issuer, Audience: jwttest.Audience, JWKSURL: srv.URL})
 	v.minRefresh = 0
 	ctx := context.Background()
-	if _, _, err := v.verify(ctx, sign(t, "k1", k1, claims(nil))); err != nil {
+	if _, _, err := v.verify(ctx, jwttest.Sign(t, "k1", k1, jwttest.Claims(nil))); err != nil {
 		t.Fatal(err)
 	}
 	// An unknown kid starts a fetch that blocks in the issuer.
-	go v.verify(ctx, sign(t, "unknown", k1, claims(nil)))
+	go v.verify(ctx, jwttest.Sign(t, "unknown", k1, jwttest.Claims(nil)))
 	<-entered
-	if _, _, err := v.verify(ctx, sign(t, "k1", k1, claims(nil))); err != nil {
+	if _, _, err := v.verify(ctx, jwttest.Sign(t, "k1", k1, jwttest.Claims(nil))); err != nil {
 		t.Errorf("a known key during a fetch: %v", err)
 	}
 }
@@ -229,10 +159,10 @@ func TestJWKSFetchHoldsNoLock(t *testing.T) {
 // TestJWTTenantByClaims: a JWT's claims choose its tenant; claims that
 // match no tenant are refused with 403.
 func TestJWTTenantByClaims(t *testing.T) {
-	is := newIssuer(t)
-	k1 := newRSAKey(t)
-	is.publish(map[string]*rsa.PrivateKey{"k1": k1})
-	auth := config.Auth{JWT: &config.JWT{Issuer: testIssuer, Audience: testAudience, JWKSURL: is.srv.URL}}
+	is := jwttest.New(t)
+	k1 := jwttest.NewKey(t)
+	is.Publish(map[string]*rsa.PrivateKey{"k1": k1})
+	auth := config.Auth{JWT: &config.JWT{Issuer: jwttest.Issuer, Audience: jwttest.Audience, JWKSURL: is.URL()}}
 	s, err := LoadTokens(auth, nil, func(string) (string, bool) { return "", false })
 	if err != nil {
 		t.Fatal(err)
@@ -256,7 +186,7 @@ func TestJWTTenantByClaims(t *testing.T) {
 		{func(c jwt.MapClaims) { c["scope"] = "orchestra:run tenant:scoped" }, "scoped"},
 		{func(c jwt.MapClaims) { c["scope"] = "orchestra:run tenant:scoped-not" }, ""},
 	} {
-		ti, err := s.Verify(context.Background(), sign(t, "k1", k1, claims(tc.claim)))
+		ti, err := s.Verify(context.Background(), jwttest.Sign(t, "k1", k1, jwttest.Claims(tc.claim)))
 		if tc.tenant == "" {
 			if ae, ok := err.(*authError); !ok || ae.status != http.StatusForbidden {
 				t.Errorf("claims matching no tenant: %v, want 403", err)

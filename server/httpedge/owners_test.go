@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/orchestra-mcp/orchestra/config"
+	"github.com/orchestra-mcp/orchestra/testutil/jwttest"
 )
 
 // TestLegacyOwners: the bare owners of records written before owners were
@@ -13,7 +14,7 @@ import (
 func TestLegacyOwners(t *testing.T) {
 	t.Setenv("ORCHESTRA_TEST_ALICE", "alice-static-token")
 	named := []config.NamedToken{{Name: "alice", TokenEnv: "ORCHESTRA_TEST_ALICE"}}
-	jwtCfg := &config.JWT{Issuer: testIssuer, Audience: testAudience, JWKSURL: "http://127.0.0.1:1"}
+	jwtCfg := &config.JWT{Issuer: jwttest.Issuer, Audience: jwttest.Audience, JWKSURL: "http://127.0.0.1:1"}
 	for _, tc := range []struct {
 		name string
 		auth config.Auth
@@ -22,8 +23,8 @@ func TestLegacyOwners(t *testing.T) {
 	}{
 		{"static only", config.Auth{Tokens: named}, "alice", "static:alice"},
 		{"static only, unknown name", config.Auth{Tokens: named}, "zoe", ""},
-		{"jwt only", config.Auth{JWT: jwtCfg}, "alice", "jwt:" + testIssuer + "#alice"},
-		{"both, a jwt sub", config.Auth{Tokens: named, JWT: jwtCfg}, "zoe", "jwt:" + testIssuer + "#zoe"},
+		{"jwt only", config.Auth{JWT: jwtCfg}, "alice", "jwt:" + jwttest.Issuer + "#alice"},
+		{"both, a jwt sub", config.Auth{Tokens: named, JWT: jwtCfg}, "zoe", "jwt:" + jwttest.Issuer + "#zoe"},
 		{"both, ambiguous", config.Auth{Tokens: named, JWT: jwtCfg}, "alice", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
