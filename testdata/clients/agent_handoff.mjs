@@ -13,17 +13,10 @@
 // one JSON line: {"ok": ..., "checks": [...], "error": ...}.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { check, call, report } from "./checks.mjs";
 
 const [target, mode, dir] = process.argv.slice(2);
 const [command, ...args] = JSON.parse(target);
-const checks = [];
-
-function check(cond, what, detail) {
-  if (!cond) {
-    throw new Error(`${what}: ${JSON.stringify(detail).slice(0, 1500)}`);
-  }
-  checks.push(what);
-}
 
 const editorApply = {
   name: "editor_apply",
@@ -40,12 +33,7 @@ async function connect() {
   return { client, transport };
 }
 
-async function call(client, input) {
-  const res = await client.callTool({ name: "agent_orchestrate", arguments: input });
-  return { isError: !!res.isError, env: res.structuredContent };
-}
-
-try {
+report(async () => {
   let { client, transport } = await connect();
   let { isError, env } = await call(client, {
     client_tools: [editorApply],
@@ -67,7 +55,7 @@ try {
     process.kill(transport.pid, "SIGKILL");
     await client.close().catch(() => {});
     ({ client, transport } = await connect());
-    checks.push("orchestra killed with SIGKILL and started again");
+    check(true, "orchestra killed with SIGKILL and started again");
   }
 
   ({ isError, env } = await call(client, { resume: { exec_id: id, results: { [callId]: { applied: true } } } }));
@@ -77,7 +65,4 @@ try {
   check(/^report: edited;/.test(a.steps[1].output.text), "the plan's next step uses the answer", a.steps[1]);
   check(env._metadata.exec_id === id, "the resumed run keeps its exec id", env._metadata);
   await client.close();
-  console.log(JSON.stringify({ ok: true, checks }));
-} catch (e) {
-  console.log(JSON.stringify({ ok: false, checks, error: String(e && e.stack || e) }));
-}
+});

@@ -13,22 +13,10 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { ResourceUpdatedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
+import { check, call, report } from "./checks.mjs";
 
 const [target, stepMS] = process.argv.slice(2);
 const [command, ...args] = JSON.parse(target);
-const checks = [];
-
-function check(cond, what, detail) {
-  if (!cond) {
-    throw new Error(`${what}: ${JSON.stringify(detail).slice(0, 1500)}`);
-  }
-  checks.push(what);
-}
-
-async function call(client, input) {
-  const res = await client.callTool({ name: "agent_orchestrate", arguments: input }); // the default timeout
-  return { isError: !!res.isError, env: res.structuredContent };
-}
 
 async function main() {
   const client = new Client({ name: "ts-background", version: "1.0.0" }, { capabilities: {} });
@@ -65,7 +53,4 @@ async function main() {
   }
 }
 
-main().then(
-  () => console.log(JSON.stringify({ ok: true, checks })),
-  (err) => console.log(JSON.stringify({ ok: false, checks, error: String(err?.stack ?? err) })),
-);
+report(main);

@@ -17,17 +17,10 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import { check, call, report } from "./checks.mjs";
 
 const [target, mode] = process.argv.slice(2);
 const [command, ...args] = JSON.parse(target);
-const checks = [];
-
-function check(cond, what, detail) {
-  if (!cond) {
-    throw new Error(`${what}: ${JSON.stringify(detail).slice(0, 1500)}`);
-  }
-  checks.push(what);
-}
 
 const edit = {
   name: "edit",
@@ -48,11 +41,6 @@ const readEditVerify = {
   },
   bindings: { file: "main.go" },
 };
-
-async function call(client, input) {
-  const res = await client.callTool({ name: "agent_orchestrate", arguments: input });
-  return { isError: !!res.isError, env: res.structuredContent };
-}
 
 async function pauseMode(client) {
   let { isError, env } = await call(client, readEditVerify);
@@ -146,7 +134,4 @@ async function main() {
   }
 }
 
-main().then(
-  () => console.log(JSON.stringify({ ok: true, checks })),
-  (err) => console.log(JSON.stringify({ ok: false, checks, error: String(err?.stack ?? err) })),
-);
+report(main);
