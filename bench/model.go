@@ -444,6 +444,26 @@ func pickSamples(c *options, samples []nestful.Sample) []nestful.Sample {
 	return picked
 }
 
+// eachTask runs task for every sample, 32 at a time (the model and the
+// tools are simulated: mostly sleeps), and returns the error of each,
+// named by its sample.
+func eachTask(samples []nestful.Sample, task func(i int, s nestful.Sample) error) []error {
+	errs := make([]error, len(samples))
+	sem := make(chan struct{}, 32)
+	var wg sync.WaitGroup
+	for i, s := range samples {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if err := task(i, s); err != nil {
+				errs[i] = fmt.Errorf("%s #%d: %w", s.Source, s.Index, err)
+			}
+		})
+	}
+	wg.Wait()
+	return errs
+}
+
 func modelRoundTrips(ctx context.Context, c *options, r *report) error {
 	ds, err := loadNestful(c, r)
 	if ds == nil {
@@ -467,68 +487,58 @@ func modelRoundTrips(ctx context.Context, c *options, r *report) error {
 		err    error
 	}
 	results := make([]outcome, len(samples))
-	sem := make(chan struct{}, 32)
-	var wg sync.WaitGroup
-	for i, s := range samples {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			o := &results[i]
-			o.err = func() error {
-				var tools, fast []registry.Tool
-				for _, name := range s.ToolNames {
-					tools = append(tools, slow[name])
-					fast = append(fast, byName[name])
-				}
-				planJSON, _ := json.Marshal(s.Plan)
-				o.fanOut = fanOut(s.Plan)
-				// The gold plan once, without latency, for the arguments
-				// ReAct's model would write.
-				req, issues := orchestrate.DecodeRequest(append(append([]byte(`{"plan":`), planJSON...), '}'))
-				if len(issues) > 0 {
-					return fmt.Errorf("decoding: %v", issues[0])
-				}
-				e := orchestrate.NewEngine(orchestrate.Options{Tools: registry.NewCatalog(fast...), Limits: orchestrate.Limits{MaxSteps: 64, MaxTemplates: 4096}})
-				env := e.Run(ctx, req)
-				if !env.Artifact.Success {
-					return fmt.Errorf("the gold plan failed: %v", env.Artifact.Errors)
-				}
-				gold := env.Artifact.Steps
-				for _, g := range gold {
-					if g.Tool != nestful.ResultTool {
-						o.steps++
-					}
-				}
-				var err error
-				if o.r[0], err = react(ctx, c, s, slow, gold); err != nil {
-					return fmt.Errorf("react: %w", err)
-				}
-				calls := asCalls(planJSON)
-				plans := [nApproaches][]byte{1: calls, 2: withAnswer(calls, s.Input, ""), 3: withAnswer(calls, s.Input, orchestrate.ScheduleDAG)}
-				plans[4] = plans[3]
-				offered := tools
-				if plan, results, ok := withoutResult(calls); ok {
-					// The results in the return value or the answer, as ReAct
-					// hands them back without a var_result call.
-					plans[1] = withReturn(plan, results)
-					plans[2] = withAnswerText(plan, answerOf(s.Input, results), "")
-					plans[3] = withAnswerText(plan, answerOf(s.Input, results), orchestrate.ScheduleDAG)
-					plans[4] = plans[3]
-					offered = slices.DeleteFunc(slices.Clone(tools), func(t registry.Tool) bool { return t.Name == nestful.ResultTool })
-				}
-				for k := 1; k < nApproaches; k++ {
-					if o.r[k], err = orchestraTask(ctx, c, s, offered, plans[k], approaches[k] == streamingApproach); err != nil {
-						return fmt.Errorf("%s: %w", approaches[k], err)
-					}
-				}
-				return nil
-			}()
-			if o.err != nil {
-				o.err = fmt.Errorf("%s #%d: %w", s.Source, s.Index, o.err)
+	for i, err := range eachTask(samples, func(i int, s nestful.Sample) error {
+		o := &results[i]
+		var tools, fast []registry.Tool
+		for _, name := range s.ToolNames {
+			tools = append(tools, slow[name])
+			fast = append(fast, byName[name])
+		}
+		planJSON, _ := json.Marshal(s.Plan)
+		o.fanOut = fanOut(s.Plan)
+		// The gold plan once, without latency, for the arguments
+		// ReAct's model would write.
+		req, issues := orchestrate.DecodeRequest(append(append([]byte(`{"plan":`), planJSON...), '}'))
+		if len(issues) > 0 {
+			return fmt.Errorf("decoding: %v", issues[0])
+		}
+		e := orchestrate.NewEngine(orchestrate.Options{Tools: registry.NewCatalog(fast...), Limits: orchestrate.Limits{MaxSteps: 64, MaxTemplates: 4096}})
+		env := e.Run(ctx, req)
+		if !env.Artifact.Success {
+			return fmt.Errorf("the gold plan failed: %v", env.Artifact.Errors)
+		}
+		gold := env.Artifact.Steps
+		for _, g := range gold {
+			if g.Tool != nestful.ResultTool {
+				o.steps++
 			}
-		})
+		}
+		var err error
+		if o.r[0], err = react(ctx, c, s, slow, gold); err != nil {
+			return fmt.Errorf("react: %w", err)
+		}
+		calls := asCalls(planJSON)
+		plans := [nApproaches][]byte{1: calls, 2: withAnswer(calls, s.Input, ""), 3: withAnswer(calls, s.Input, orchestrate.ScheduleDAG)}
+		plans[4] = plans[3]
+		offered := tools
+		if plan, results, ok := withoutResult(calls); ok {
+			// The results in the return value or the answer, as ReAct
+			// hands them back without a var_result call.
+			plans[1] = withReturn(plan, results)
+			plans[2] = withAnswerText(plan, answerOf(s.Input, results), "")
+			plans[3] = withAnswerText(plan, answerOf(s.Input, results), orchestrate.ScheduleDAG)
+			plans[4] = plans[3]
+			offered = slices.DeleteFunc(slices.Clone(tools), func(t registry.Tool) bool { return t.Name == nestful.ResultTool })
+		}
+		for k := 1; k < nApproaches; k++ {
+			if o.r[k], err = orchestraTask(ctx, c, s, offered, plans[k], approaches[k] == streamingApproach); err != nil {
+				return fmt.Errorf("%s: %w", approaches[k], err)
+			}
+		}
+		return nil
+	}) {
+		results[i].err = err
 	}
-	wg.Wait()
 
 	var errs []error
 	byLen := map[int]*[nApproaches]agg{}

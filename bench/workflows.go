@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/orchestra-mcp/orchestra/orchestrate"
@@ -45,70 +44,60 @@ func workflowRepeats(ctx context.Context, c *options, r *report) error {
 		err    error
 	}
 	results := make([]outcome, len(samples))
-	sem := make(chan struct{}, 32)
-	var wg sync.WaitGroup
-	for i, s := range samples {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			o := &results[i]
-			o.err = func() error {
-				var tools []registry.Tool
-				for _, name := range s.ToolNames {
-					if name != nestful.ResultTool {
-						tools = append(tools, slow[name])
-					}
-				}
-				planJSON, _ := json.Marshal(s.Plan)
-				calls := asCalls(planJSON)
-				plan, results, ok := withoutResult(calls)
-				if !ok {
-					plan = calls
-				}
-				answered := withAnswerText(plan, answerOf(s.Input, results), orchestrate.ScheduleDAG)
-				// The first run, planned; its plan is what is saved.
-				_, env, e, err := orchestraRun(ctx, c, s, tools, answered, false)
-				if err != nil {
-					return fmt.Errorf("planned: %w", err)
-				}
-				w, err := workflows.Infer("task", s.Input, env.Artifact.Plan, nil, e.Tools())
-				if err != nil {
-					return fmt.Errorf("saving: %w", err)
-				}
-				o.params = len(w.Parameters.Properties)
-				args := newArguments(w)
-				if _, err := w.Arguments(args); err != nil {
-					return fmt.Errorf("new arguments %v: %w", args, err)
-				}
-				// Again: ReAct's loop, a planned run, the workflow.
-				gold, err := goldSteps(ctx, s, fast)
-				if err != nil {
-					return err
-				}
-				if o.r[0], err = react(ctx, c, s, slow, gold); err != nil {
-					return fmt.Errorf("react: %w", err)
-				}
-				if o.r[1], err = orchestraTask(ctx, c, s, tools, answered, false); err != nil {
-					return fmt.Errorf("planned again: %w", err)
-				}
-				tool := workflows.Tool(w, workflows.ToolOptions{Engine: e, Resolve: func(context.Context, string) (*workflows.Workflow, error) { return w, nil }})
-				start := time.Now()
-				res, err := tool.Invoke(ctx, &registry.CallRequest{Arguments: args})
-				o.r[2].wall = time.Since(start)
-				if err != nil {
-					return fmt.Errorf("workflow: %w", err)
-				}
-				if res.IsError {
-					return fmt.Errorf("workflow: %v", res.Output())
-				}
-				return nil
-			}()
-			if o.err != nil {
-				o.err = fmt.Errorf("%s #%d: %w", s.Source, s.Index, o.err)
+	for i, err := range eachTask(samples, func(i int, s nestful.Sample) error {
+		o := &results[i]
+		var tools []registry.Tool
+		for _, name := range s.ToolNames {
+			if name != nestful.ResultTool {
+				tools = append(tools, slow[name])
 			}
-		})
+		}
+		planJSON, _ := json.Marshal(s.Plan)
+		calls := asCalls(planJSON)
+		plan, results, ok := withoutResult(calls)
+		if !ok {
+			plan = calls
+		}
+		answered := withAnswerText(plan, answerOf(s.Input, results), orchestrate.ScheduleDAG)
+		// The first run, planned; its plan is what is saved.
+		_, env, e, err := orchestraRun(ctx, c, s, tools, answered, false)
+		if err != nil {
+			return fmt.Errorf("planned: %w", err)
+		}
+		w, err := workflows.Infer("task", s.Input, env.Artifact.Plan, nil, e.Tools())
+		if err != nil {
+			return fmt.Errorf("saving: %w", err)
+		}
+		o.params = len(w.Parameters.Properties)
+		args := newArguments(w)
+		if _, err := w.Arguments(args); err != nil {
+			return fmt.Errorf("new arguments %v: %w", args, err)
+		}
+		// Again: ReAct's loop, a planned run, the workflow.
+		gold, err := goldSteps(ctx, s, fast)
+		if err != nil {
+			return err
+		}
+		if o.r[0], err = react(ctx, c, s, slow, gold); err != nil {
+			return fmt.Errorf("react: %w", err)
+		}
+		if o.r[1], err = orchestraTask(ctx, c, s, tools, answered, false); err != nil {
+			return fmt.Errorf("planned again: %w", err)
+		}
+		tool := workflows.Tool(w, workflows.ToolOptions{Engine: e, Resolve: func(context.Context, string) (*workflows.Workflow, error) { return w, nil }})
+		start := time.Now()
+		res, err := tool.Invoke(ctx, &registry.CallRequest{Arguments: args})
+		o.r[2].wall = time.Since(start)
+		if err != nil {
+			return fmt.Errorf("workflow: %w", err)
+		}
+		if res.IsError {
+			return fmt.Errorf("workflow: %v", res.Output())
+		}
+		return nil
+	}) {
+		results[i].err = err
 	}
-	wg.Wait()
 	var errs []error
 	var total [approachesN]agg
 	params := 0
