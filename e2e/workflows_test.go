@@ -4,11 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/orchestra-mcp/orchestra/planner"
 	"github.com/orchestra-mcp/orchestra/testutil/fakeopenai"
@@ -37,27 +35,15 @@ func TestTSClientSavesAndCallsWorkflow(t *testing.T) {
 		t.Fatal(err)
 	}
 	command, _ := json.Marshal([]string{orchestraBin, "serve", "--config", cfg, "--store", "memory"})
-	for _, c := range []struct{ sdk, version string }{{"v1", "2025-11-25"}, {"v2", "2025-11-25"}, {"v2", "2026-07-28"}} {
+	for _, c := range stdioClients {
 		t.Run(c.sdk+"/"+c.version, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-			defer cancel()
 			asked := len(fake.Requests())
-			cmd := exec.CommandContext(ctx, node, filepath.Join(dir, "client.mjs"), c.sdk, "stdio", string(command), c.version, "workflow:"+spec)
-			cmd.Dir = dir
-			out, err := cmd.Output()
-			if err != nil {
-				t.Fatalf("node: %v", err)
-			}
 			var r struct {
-				OK          bool           `json:"ok"`
-				Error       string         `json:"error"`
 				Structured  map[string]any `json:"structured"`
 				InputSchema map[string]any `json:"inputSchema"`
 				Bad         string         `json:"bad"`
 			}
-			if err := json.Unmarshal(out, &r); err != nil || !r.OK {
-				t.Fatalf("%s: %s", c.sdk, out)
-			}
+			runClientMJS(t, node, dir, c, string(command), "workflow:"+spec, &r)
 			if r.Structured["greeting"] != "bye ana" {
 				t.Errorf("workflow__greet returned %v; want greeting \"bye ana\"", r.Structured)
 			}
