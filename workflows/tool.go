@@ -43,22 +43,11 @@ func Tool(w *Workflow, opts ToolOptions) registry.Tool {
 	if p, err := w.DecodePlan(); err == nil {
 		desc += " Calls " + describeTools(p) + "."
 	}
-	return registry.Tool{
-		Name:         ToolName(name),
-		Title:        "Workflow " + name,
-		Description:  desc,
-		InputSchema:  w.Parameters,
-		OutputSchema: w.OutputSchema(opts.Engine.Tools()),
-		Annotations:  &mcp.ToolAnnotations{Title: "Workflow " + name, OpenWorldHint: ptr(true)},
-		Source:       Source,
-		Call: func(ctx context.Context, cr *registry.CallRequest) (*registry.Result, error) {
-			w, err := opts.Resolve(ctx, name)
-			if err != nil {
-				return failure(err.Error()), nil
-			}
-			return w.call(ctx, opts.Engine, cr.Arguments), nil
-		},
-	}
+	t := tool(name, opts)
+	t.Description = desc
+	t.InputSchema = w.Parameters
+	t.OutputSchema = w.OutputSchema(opts.Engine.Tools())
+	return t
 }
 
 // SharedTool returns the catalog tool of the workflow name when whose it is
@@ -68,11 +57,18 @@ func Tool(w *Workflow, opts ToolOptions) registry.Tool {
 // its caller, its arguments checked against that one's parameters. Each
 // caller is shown its own workflow's tool in its place.
 func SharedTool(name string, opts ToolOptions) registry.Tool {
+	t := tool(name, opts)
+	t.Description = "Runs your workflow " + name + ", a saved plan, with no model call."
+	t.InputSchema = &jsonschema.Schema{Type: "object"}
+	return t
+}
+
+// tool returns what the tools of workflow name share: their name, title
+// and annotations, and a call that runs the workflow Resolve gives.
+func tool(name string, opts ToolOptions) registry.Tool {
 	return registry.Tool{
 		Name:        ToolName(name),
 		Title:       "Workflow " + name,
-		Description: "Runs your workflow " + name + ", a saved plan, with no model call.",
-		InputSchema: &jsonschema.Schema{Type: "object"},
 		Annotations: &mcp.ToolAnnotations{Title: "Workflow " + name, OpenWorldHint: ptr(true)},
 		Source:      Source,
 		Call: func(ctx context.Context, cr *registry.CallRequest) (*registry.Result, error) {
