@@ -167,7 +167,7 @@ func (r *run) handoff(s *Step, h *registry.Handoff) {
 // when the client has it; otherwise the step waits for the client.
 func (r *run) clientCall(ctx context.Context, s *Step, tool registry.Tool, args map[string]any) {
 	if v, ok := r.ps.results[s.ID]; ok {
-		if msg, failed := clientFailure(v); failed {
+		if msg, failed := ClientFailure(v); failed {
 			r.end(s, StatusFailed, nil, &Error{Code: CodeClientError, Message: msg})
 			return
 		}
@@ -201,8 +201,9 @@ func (r *run) clientCall(ctx context.Context, s *Step, tool registry.Tool, args 
 	r.mu.Unlock()
 }
 
-// clientFailure reports whether a client's result is {"error": "..."}.
-func clientFailure(v any) (string, bool) {
+// ClientFailure reports whether a client's result is {"error": "..."},
+// a failed call, and its message.
+func ClientFailure(v any) (string, bool) {
 	m, ok := v.(map[string]any)
 	if !ok || len(m) != 1 {
 		return "", false
@@ -366,7 +367,7 @@ func (r *run) endedSteps() map[string]*StepRecord {
 // validateResult checks a client's result against the output schema of
 // its tool.
 func validateResult(tool registry.Tool, v any) error {
-	if _, failed := clientFailure(v); failed || tool.OutputSchema == nil {
+	if _, failed := ClientFailure(v); failed || tool.OutputSchema == nil {
 		return nil
 	}
 	if _, err := schemas.Resolve(tool.OutputSchema); err != nil {

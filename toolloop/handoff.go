@@ -90,14 +90,12 @@ func ClientResults(c *orchestrate.ChildRun, st *State, given map[string]any, max
 		var args map[string]any
 		_ = json.Unmarshal(p.Arguments, &args)
 		rec := &orchestrate.StepRecord{Type: "tool", Tool: p.Name, Arguments: args, Status: orchestrate.StatusSuccess, Attempts: 1, StartedAt: &now, Output: v}
-		if m, ok := v.(map[string]any); ok && len(m) == 1 {
-			if msg, ok := m["error"].(string); ok {
-				rec.Status, rec.Output = orchestrate.StatusFailed, nil
-				rec.Error = &orchestrate.Error{Code: orchestrate.CodeClientError, Message: msg}
-				out[p.ID] = "error: " + string(orchestrate.CodeClientError) + ": " + msg
-				c.Step("client", rec)
-				continue
-			}
+		if msg, failed := orchestrate.ClientFailure(v); failed {
+			rec.Status, rec.Output = orchestrate.StatusFailed, nil
+			rec.Error = &orchestrate.Error{Code: orchestrate.CodeClientError, Message: msg}
+			out[p.ID] = "error: " + string(orchestrate.CodeClientError) + ": " + msg
+			c.Step("client", rec)
+			continue
 		}
 		data, err := json.Marshal(v)
 		if err != nil {
