@@ -69,35 +69,34 @@ func tool(name string, opts ToolOptions) registry.Tool {
 	return registry.Tool{
 		Name:        ToolName(name),
 		Title:       "Workflow " + name,
-		Annotations: &mcp.ToolAnnotations{Title: "Workflow " + name, OpenWorldHint: ptr(true)},
+		Annotations: &mcp.ToolAnnotations{Title: "Workflow " + name, OpenWorldHint: new(true)},
 		Source:      Source,
 		Call: func(ctx context.Context, cr *registry.CallRequest) (*registry.Result, error) {
 			w, err := opts.Resolve(ctx, name)
 			if err != nil {
-				return failure(err.Error()), nil
+				return registry.ErrorResult(err.Error()), nil
 			}
 			return w.call(ctx, opts.Engine, cr.Arguments), nil
 		},
 	}
 }
 
-func ptr[T any](v T) *T { return &v }
-
 // call runs w with args; see Tool.
 func (w *Workflow) call(ctx context.Context, e *orchestrate.Engine, args map[string]any) *registry.Result {
 	bindings, err := w.Arguments(args)
 	if err != nil {
-		return failure(err.Error())
+		return registry.ErrorResult(err.Error())
 	}
 	if err := w.Check(e); err != nil {
-		return failure(err.Error())
+		return registry.ErrorResult(err.Error())
 	}
 	p, err := w.DecodePlan()
 	if err != nil {
-		return failure(err.Error())
+		return registry.ErrorResult(err.Error())
 	}
+	obj := returnsObject(p) // before the run, which may annotate p
 	env := e.With(orchestrate.RunOptions{Source: w.RunSource()}).Run(ctx, &orchestrate.Request{Plan: p, Bindings: bindings})
-	return w.result(env)
+	return w.result(env, obj)
 }
 
 // RunSource is what w's runs are recorded as started by.
@@ -123,11 +122,12 @@ func (w *Workflow) Arguments(args map[string]any) (map[string]any, error) {
 
 // result turns a run's envelope into the tool's result: the return value
 // (or answer) as structured content when it succeeded, what went wrong
-// otherwise.
-func (w *Workflow) result(env *orchestrate.Envelope) *registry.Result {
+// otherwise. returnsObject is whether the plan writes its return out as an
+// object.
+func (w *Workflow) result(env *orchestrate.Envelope, returnsObject bool) *registry.Result {
 	a := env.Artifact
 	if a == nil {
-		return failure(fmt.Sprintf("workflow %s version %d: the run returned no artifact", w.Name, w.Version))
+		return registry.ErrorResult(fmt.Sprintf("workflow %s version %d: the run returned no artifact", w.Name, w.Version))
 	}
 	if !a.Success {
 		var msgs []string
@@ -137,12 +137,12 @@ func (w *Workflow) result(env *orchestrate.Envelope) *registry.Result {
 		for _, e := range a.Errors {
 			msgs = append(msgs, e.Error())
 		}
-		return failure(fmt.Sprintf("workflow %s version %d %s (exec %s): %s", w.Name, w.Version, a.Status, env.Metadata.ExecID, strings.Join(msgs, "; ")))
+		return registry.ErrorResult(fmt.Sprintf("workflow %s version %d %s (exec %s): %s", w.Name, w.Version, a.Status, env.Metadata.ExecID, strings.Join(msgs, "; ")))
 	}
 	var out any
 	switch {
 	case a.Result != nil:
-		if m, ok := a.Result.(map[string]any); ok && w.returnsObject() {
+		if m, ok := a.Result.(map[string]any); ok && returnsObject {
 			out = m
 		} else {
 			out = map[string]any{"result": a.Result}
@@ -152,29 +152,23 @@ func (w *Workflow) result(env *orchestrate.Envelope) *registry.Result {
 	}
 	if out == nil {
 		text, _ := json.Marshal(a.Steps)
-		return &registry.Result{Content: []mcp.Content{&mcp.TextContent{Text: string(text)}}}
+		return registry.TextResult(string(text))
 	}
 	text, err := json.Marshal(out)
 	if err != nil {
-		return failure(fmt.Sprintf("workflow %s version %d: encoding its result: %v", w.Name, w.Version, err))
+		return registry.ErrorResult(fmt.Sprintf("workflow %s version %d: encoding its result: %v", w.Name, w.Version, err))
 	}
 	if a.Answer != "" && a.Result == nil {
 		text = []byte(a.Answer)
 	}
-	return &registry.Result{Content: []mcp.Content{&mcp.TextContent{Text: string(text)}}, Structured: out}
+	r := registry.TextResult(string(text))
+	r.Structured = out
+	return r
 }
 
-// returnsObject reports that w's plan returns an object it writes out,
+// returnsObject reports that plan p returns an object it writes out,
 // which is then the tool's structured content itself (see OutputSchema).
-func (w *Workflow) returnsObject() bool {
-	p, err := w.DecodePlan()
-	if err != nil {
-		return false
-	}
+func returnsObject(p *orchestrate.Plan) bool {
 	_, ok := p.Return.(map[string]any)
 	return ok
-}
-
-func failure(msg string) *registry.Result {
-	return &registry.Result{Content: []mcp.Content{&mcp.TextContent{Text: msg}}, IsError: true}
 }

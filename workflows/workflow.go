@@ -176,10 +176,7 @@ func normalize(raw json.RawMessage) (json.RawMessage, error) {
 	if len(issues) > 0 {
 		msgs := make([]string, len(issues))
 		for i, is := range issues {
-			msgs[i] = is.Message
-			if is.Path != "" {
-				msgs[i] = is.Path + ": " + is.Message
-			}
+			msgs[i] = is.Error()
 		}
 		return nil, errors.New(strings.Join(msgs, "; "))
 	}
@@ -254,7 +251,7 @@ func (w *Workflow) OutputSchema(tools orchestrate.Tools) *jsonschema.Schema {
 		return &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{"answer": {Type: "string"}}, Required: []string{"answer"}}
 	case rs == nil:
 		return nil
-	case wholeObject(rs) && w.returnsObject():
+	case wholeObject(rs) && returnsObject(p):
 		return rs
 	}
 	return &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{"result": rs}}
