@@ -292,8 +292,8 @@ func (s Server) ExposeDownstreamTools() bool { return s.ExposeDownstream == nil 
 // ExposeBuiltins reports whether built-in tools are listed to clients.
 func (s Server) ExposeBuiltinTools() bool { return s.ExposeBuiltins == nil || *s.ExposeBuiltins }
 
-func (c *Config) applyDefaults() {
-	l := &c.Limits
+// applyDefaults fills in the limits the file leaves out.
+func (l *Limits) applyDefaults() {
 	l.Limits = l.Limits.WithDefaults()
 	setInt(&l.PlannerAttempts, planner.DefaultAttempts)
 	setInt(&l.MaxToolSteps, planner.DefaultMaxToolSteps)
@@ -311,6 +311,10 @@ func (c *Config) applyDefaults() {
 	if l.IdempotencyTTL == 0 {
 		l.IdempotencyTTL = DefaultIdempotencyTTL
 	}
+}
+
+func (c *Config) applyDefaults() {
+	c.Limits.applyDefaults()
 	if c.Server.RateLimit.RequestsPerSecond == 0 {
 		c.Server.RateLimit.RequestsPerSecond = DefaultRateLimit
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/orchestra-mcp/orchestra/internal/duration"
 	"github.com/orchestra-mcp/orchestra/llm"
 	"github.com/orchestra-mcp/orchestra/orchestrate"
-	"github.com/orchestra-mcp/orchestra/planner"
 	"github.com/orchestra-mcp/orchestra/registry/mcpserver"
 )
 
@@ -231,11 +230,8 @@ func (c *Config) validateIdentity() []string {
 // global one (which has its default when the file leaves it out).
 func (c *Config) checkTenantLimits(at string, tl TenantLimits) []string {
 	var problems []string
-	g := c.Limits.Limits.WithDefaults()
-	gPlans := c.Limits.MaxConcurrentPlans
-	if gPlans == 0 {
-		gPlans = DefaultMaxConcurrentPlans
-	}
+	g := c.Limits
+	g.applyDefaults()
 	l := tl.Limits
 	check := func(name string, v, global int64) {
 		switch {
@@ -261,17 +257,9 @@ func (c *Config) checkTenantLimits(at string, tl TenantLimits) []string {
 	check("max_tool_calls", int64(l.MaxToolCalls), int64(g.MaxToolCalls))
 	check("max_model_calls", int64(l.MaxModelCalls), int64(g.MaxModelCalls))
 	check("max_agent_runs", int64(l.MaxAgentRuns), int64(g.MaxAgentRuns))
-	check("max_concurrent_plans", int64(tl.MaxConcurrentPlans), int64(gPlans))
-	gSteps := c.Limits.MaxToolSteps
-	if gSteps == 0 {
-		gSteps = planner.DefaultMaxToolSteps
-	}
-	check("max_tool_steps", int64(tl.MaxToolSteps), int64(gSteps))
-	gDepth := c.Limits.BackgroundQueueDepth
-	if gDepth == 0 {
-		gDepth = max(1, gPlans/2)
-	}
-	check("max_background", int64(tl.MaxBackground), int64(gDepth))
+	check("max_concurrent_plans", int64(tl.MaxConcurrentPlans), int64(g.MaxConcurrentPlans))
+	check("max_tool_steps", int64(tl.MaxToolSteps), int64(g.MaxToolSteps))
+	check("max_background", int64(tl.MaxBackground), int64(g.BackgroundQueueDepth))
 	if l.MaxMemoryBytes != 0 {
 		problems = append(problems, at+".limits.max_memory_bytes cannot be set: it bounds the whole process, not a tenant's runs")
 	}
