@@ -61,13 +61,7 @@ func (a *App) discover(ctx context.Context, req *mcp.CallToolRequest, in discove
 	if allow := a.callerTools(req.Extra); allow != nil { // a tenant's caller learns only of its tools
 		tools = registry.Filter(tools, func(t registry.Tool) bool { return allow(t.Name) })
 	}
-	if view := a.workflowView(a.caller(req.Extra)); view != nil { // and of its own workflows
-		for i, t := range tools {
-			if own, ok := view(t.Name); ok {
-				tools[i] = own
-			}
-		}
-	}
+	tools = viewed(tools, a.workflowView(a.caller(req.Extra))) // and of its own workflows
 	out := discoveryOutput{Tools: []discoveredTool{}}
 	picked := map[string]bool{}
 	describe := func(t registry.Tool) {

@@ -166,3 +166,52 @@ func TestReactiveFallbackHandsOff(t *testing.T) {
 		}
 	}
 }
+
+// TestReactiveFallbackResumeSeesOwnWorkflows: the caller's own saved
+// workflow is offered to the reactive fallback's model with its own
+// description, before the fallback hands off to the client and after the
+// resume alike, not as the catalog's neutral stand-in.
+func TestReactiveFallbackResumeSeesOwnWorkflows(t *testing.T) {
+	fake := fakeopenai.New(t, func(ctx context.Context, r *fakeopenai.Request) fakeopenai.Reply {
+		switch {
+		case !strings.Contains(r.System(), "No plan could be made"):
+			return fakeopenai.Text("no plan here")
+		case len(r.ToolResults()) == 0:
+			return fakeopenai.Call("editor_apply", `{"path": "a.txt", "text": "hello"}`)
+		}
+		return fakeopenai.Text("done")
+	})
+	_, cs := agentsApp(t, fake.URL(), t.TempDir(), nil, func(cfg *config.Config) { cfg.Planner.Fallback = planner.FallbackReactive })
+	_, env := runPlan(t, cs, map[string]any{
+		"plan":    map[string]any{"steps": []any{map[string]any{"tool": "render", "arguments": map[string]any{"template": "hi {{.who}}", "values": map[string]any{"who": "ana"}}}}},
+		"save_as": map[string]any{"name": "greet", "description": "Greets someone by name."},
+	})
+	if !env.Artifact.Success {
+		t.Fatalf("saving the workflow: %+v", env.Artifact)
+	}
+	offered := func(r *fakeopenai.Request) string {
+		for _, tool := range r.Tools {
+			if tool.Function.Name == "workflow__greet" {
+				return tool.Function.Description
+			}
+		}
+		return "(not offered)"
+	}
+	_, env = runPlan(t, cs, map[string]any{"prompt": "greet in a.txt", "client_tools": []any{editorApply}})
+	a := env.Artifact
+	if a.Status != orchestrate.StatusAwaitingClient || len(a.Pending) != 1 {
+		t.Fatalf("status %s, pending %+v, errors %v", a.Status, a.Pending, a.Errors)
+	}
+	reqs := fake.Requests()
+	if d := offered(reqs[len(reqs)-1]); !strings.Contains(d, "Greets someone by name.") {
+		t.Errorf("before the handoff the fallback's model was offered workflow__greet as %q", d)
+	}
+	_, env = runPlan(t, cs, map[string]any{"resume": map[string]any{"exec_id": a.Resume.ExecID, "results": map[string]any{a.Pending[0].CallID: map[string]any{"applied": true}}}})
+	if env.Artifact.Status != orchestrate.StatusSuccess {
+		t.Fatalf("after the resume: %s %v", env.Artifact.Status, env.Artifact.Errors)
+	}
+	reqs = fake.Requests()
+	if d := offered(reqs[len(reqs)-1]); !strings.Contains(d, "Greets someone by name.") {
+		t.Errorf("after the resume the fallback's model was offered workflow__greet as %q", d)
+	}
+}

@@ -109,11 +109,7 @@ func (a *App) Planner() (*planner.Planner, error) {
 // answers so far from the signed request state.
 func (a *App) prompt(ctx context.Context, e *orchestrate.Engine, req *mcp.CallToolRequest, r *orchestrate.Request) (*mcp.CallToolResult, *orchestrate.Envelope) {
 	ps := a.planner
-	base, model := a.plannerFor(req)
-	p := base.WithEngine(e)
-	if view := a.workflowView(a.caller(req.Extra)); view != nil { // its own workflows, not the catalog's neutral ones
-		p = p.WithCatalog(viewCatalog{a.Catalog, view})
-	}
+	p, model := a.callerPlanner(e, req)
 	var input *llm.InputSampling
 	fail := func(err error) (*mcp.CallToolResult, *orchestrate.Envelope) {
 		env := e.RunPrompt(ctx, r, failPlanning(err))
@@ -152,14 +148,32 @@ type viewCatalog struct {
 	view func(string) (registry.Tool, bool)
 }
 
-func (c viewCatalog) List() []registry.Tool {
-	tools := c.Catalog.List()
+func (c viewCatalog) List() []registry.Tool { return viewed(c.Catalog.List(), c.view) }
+
+// viewed puts in tools, in place, view's tool for each it has one of; view
+// nil changes nothing.
+func viewed(tools []registry.Tool, view func(string) (registry.Tool, bool)) []registry.Tool {
+	if view == nil {
+		return tools
+	}
 	for i, t := range tools {
-		if own, ok := c.view(t.Name); ok {
+		if own, ok := view(t.Name); ok {
 			tools[i] = own
 		}
 	}
 	return tools
+}
+
+// callerPlanner returns the planner for req with engine e, seeing the
+// caller's own workflows, not the catalog's neutral ones, and its model
+// (nil when the client's, through sampling, is to be used).
+func (a *App) callerPlanner(e *orchestrate.Engine, req *mcp.CallToolRequest) (*planner.Planner, llm.Model) {
+	base, model := a.plannerFor(req)
+	p := base.WithEngine(e)
+	if view := a.workflowView(a.caller(req.Extra)); view != nil {
+		p = p.WithCatalog(viewCatalog{a.Catalog, view})
+	}
+	return p, model
 }
 
 // resumeFallback returns what goes on with a run that paused in its
@@ -168,8 +182,7 @@ func (c viewCatalog) List() []registry.Tool {
 // sampling. nil when there is none (the run then fails with
 // not_resumable, saying so).
 func (a *App) resumeFallback(e *orchestrate.Engine, req *mcp.CallToolRequest) *orchestrate.Fallback {
-	base, model := a.plannerFor(req)
-	p := base.WithEngine(e)
+	p, model := a.callerPlanner(e, req)
 	if model == nil {
 		m, err := llm.SamplingFor(req, a.planner.key, a.planner.sampling)
 		if err != nil {
