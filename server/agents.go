@@ -87,7 +87,8 @@ func (a *App) checkAgentTools() error {
 }
 
 // globCanMatch reports whether the tools glob g matches, or could once
-// downstream servers list their tools, a tool an agent may call.
+// downstream servers (the configuration's and the tenants' own) list their
+// tools, a tool an agent may call.
 func (a *App) globCanMatch(g string) bool {
 	match := func(name string) bool { ok, _ := path.Match(g, name); return ok }
 	for _, t := range a.Catalog.List() {
@@ -112,7 +113,11 @@ func (a *App) globCanMatch(g string) bool {
 	if i := strings.IndexAny(g, `*?[\`); i >= 0 {
 		literal = g[:i]
 	}
-	for name := range a.Config.MCPServers {
+	servers := slices.Collect(maps.Keys(a.Config.MCPServers))
+	for _, t := range a.Config.Tenants { // a tenant's own: its callers' agents call them
+		servers = slices.AppendSeq(servers, maps.Keys(t.MCPServers))
+	}
+	for _, name := range servers {
 		prefix := name + "__"
 		if strings.HasPrefix(literal, prefix) || (strings.HasPrefix(prefix, literal) && literal != g) {
 			return true

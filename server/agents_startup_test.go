@@ -17,6 +17,21 @@ import (
 // another agent, a configured server's future tools or client_final_tools
 // start, as does an agent with one glob for the client's own tools beside
 // others that match.
+// TestAgentToolsOfATenantsServer: an agent whose tools are those of a
+// tenant's own server starts: that tenant's callers run it with them.
+func TestAgentToolsOfATenantsServer(t *testing.T) {
+	cfg := tenantConfig(t)
+	ta := cfg.Tenants["a"]
+	ta.MCPServers = map[string]mcpserver.ServerConfig{"crm": {Command: "unused", Disabled: true}}
+	cfg.Tenants["a"] = ta
+	cfg.Agents = map[string]agents.Config{"sales": {Description: "Works the CRM.", Tools: []string{"crm__*"}}}
+	app, err := server.New(t.Context(), cfg, server.Options{Version: "test"})
+	if err != nil {
+		t.Fatalf("did not start: %v", err)
+	}
+	app.Close()
+}
+
 func TestAgentStartupChecks(t *testing.T) {
 	disabled := map[string]mcpserver.ServerConfig{"fs": {Command: "unused", Disabled: true}}
 	for _, tc := range []struct {
