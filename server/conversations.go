@@ -93,13 +93,13 @@ func (a *App) withConversation(ctx context.Context, k store.ConversationKey, r *
 
 // appendTurn adds the call's goal and its run's answer to conversation k.
 // It is written even when the call was cancelled: the run happened.
-func (a *App) appendTurn(ctx context.Context, k store.ConversationKey, r *orchestrate.Request, env *orchestrate.Envelope) {
+func (a *App) appendTurn(ctx context.Context, k store.ConversationKey, goal string, env *orchestrate.Envelope) {
 	if env == nil || env.Artifact == nil {
 		return
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), conversationTimeout)
 	defer cancel()
-	t := store.Turn{Goal: r.Prompt, Answer: answerOf(env), ExecID: env.Metadata.ExecID}
+	t := store.Turn{Goal: goal, Answer: answerOf(env), ExecID: env.Metadata.ExecID}
 	if err := a.store.AppendTurn(wctx, k, t); err != nil {
 		a.log.WarnContext(ctx, "adding a conversation turn", "context_id", k.ContextID, "err", err)
 	}

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -97,9 +96,6 @@ func (a *App) idempotencyOf(ctx context.Context, req *mcp.CallToolRequest) (*ide
 	if !inMeta && !bytes.Contains(args, []byte(`"idempotency_key"`)) {
 		return nil, nil
 	}
-	if int64(len(args)) > a.Config.Server.MaxRequestBytes {
-		return nil, nil
-	}
 	var input map[string]any
 	if len(args) > 0 {
 		if err := a.Config.Server.RequestGate().Unmarshal(args, &input); err != nil {
@@ -118,8 +114,7 @@ func (a *App) idempotencyOf(ctx context.Context, req *mcp.CallToolRequest) (*ide
 	if !toolcontext.ValidID(key, toolcontext.MaxIdempotencyKeyBytes) {
 		return nil, nil // the handler's decoder says what is wrong with it
 	}
-	input = maps.Clone(input)
-	delete(input, "idempotency_key")
+	delete(input, "idempotency_key")      // decoded here: no one else holds it
 	canonical, err := json.Marshal(input) // maps marshal with sorted keys
 	if err != nil {
 		return nil, nil

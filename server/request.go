@@ -72,9 +72,9 @@ func (a *App) orchestrateHandler() mcp.ToolHandler {
 					res, _ := a.prompt(ctx, e, req, r)
 					return res
 				}
-				goal := *r // the turn's goal is the caller's, without the history added to it
+				goal := r.Prompt // the caller's, without the history added to r
 				res, env := a.prompt(a.withConversation(ctx, conv, r), e, req, r)
-				a.appendTurn(ctx, conv, &goal, env)
+				a.appendTurn(ctx, conv, goal, env)
 				return res
 			},
 			Finished: a.finishRun,
