@@ -15,7 +15,6 @@ import (
 	"github.com/orchestra-mcp/orchestra/internal/textcut"
 	"github.com/orchestra-mcp/orchestra/orchestrate"
 	"github.com/orchestra-mcp/orchestra/planner"
-	"github.com/orchestra-mcp/orchestra/server/tenancy"
 	"github.com/orchestra-mcp/orchestra/store"
 	"github.com/orchestra-mcp/orchestra/toolcontext"
 )
@@ -144,10 +143,8 @@ type ConversationPage struct {
 // the owner "". Unlike records, whose machine's own reader sees all, a
 // conversation id means one caller's conversation.
 func callerConversations(extra *mcp.RequestExtra) store.Scope {
-	if extra == nil || extra.TokenInfo == nil || extra.TokenInfo.UserID == "" {
-		return store.OwnerScope("").InTenant("")
-	}
-	return store.OwnerScope(extra.TokenInfo.UserID).InTenant(tenancy.Of(extra.TokenInfo))
+	user, tenant := callerIdentity(extra)
+	return store.OwnerScope(user).InTenant(tenant)
 }
 
 // addConversationResources serves orchestra://conversations (the caller's

@@ -276,9 +276,9 @@ func (a *App) seesTool(user, tenant string) func(string) bool {
 }
 
 // callerIdentity returns the authenticated user and tenant of extra, ""
-// for the machine's own callers.
+// for the machine's own callers (and a token that names no user).
 func callerIdentity(extra *mcp.RequestExtra) (user, tenant string) {
-	if extra == nil || extra.TokenInfo == nil {
+	if extra == nil || extra.TokenInfo == nil || extra.TokenInfo.UserID == "" {
 		return "", ""
 	}
 	return extra.TokenInfo.UserID, tenancy.Of(extra.TokenInfo)
