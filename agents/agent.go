@@ -389,11 +389,7 @@ func (a *Agent) safeRun(ctx context.Context, child *orchestrate.ChildRun, req *E
 // the pending calls and how to resume. ok false means it cannot pause
 // (it runs inside another loop), and resp says why.
 func (a *Agent) pause(ctx context.Context, child *orchestrate.ChildRun, cr *registry.CallRequest, resp *ExecutionResponse, h *registry.Handoff, start time.Time) (*registry.Result, bool) {
-	tools := make([]string, len(h.Calls))
-	for i, c := range h.Calls {
-		tools[i] = c.Tool
-	}
-	waits := fmt.Sprintf("agent %s waits for the client to run %s", a.Name, strings.Join(tools, ", "))
+	waits := fmt.Sprintf("agent %s waits for the client to run %s", a.Name, strings.Join(h.Tools(), ", "))
 	if _, ok := orchestrate.ClientSideFrom(ctx); ok {
 		resp.Metadata.DurationMS = time.Since(start).Milliseconds()
 		resp.Result.Text = waits
@@ -403,7 +399,7 @@ func (a *Agent) pause(ctx context.Context, child *orchestrate.ChildRun, cr *regi
 	}
 	if _, inRun := toolcontext.ExecID(ctx); inRun {
 		resp.Status, resp.Error = StatusError, &ResponseError{Code: orchestrate.CodeClientInLoop,
-			Message: fmt.Sprintf("agent %s asked for %s, which the client runs, and it runs inside a tool loop that cannot pause for the client; call agent %s from a plan step (agent_orchestrate) or directly", a.Name, strings.Join(tools, ", "), a.Name)}
+			Message: fmt.Sprintf("agent %s asked for %s, which the client runs, and it runs inside a tool loop that cannot pause for the client; call agent %s from a plan step (agent_orchestrate) or directly", a.Name, strings.Join(h.Tools(), ", "), a.Name)}
 		return nil, false
 	}
 	pending, hint, err := child.Pause(ctx, ToolName(a.Name), cr.Arguments, h)

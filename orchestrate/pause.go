@@ -140,11 +140,7 @@ func (r *run) waitAgain(s *Step) bool {
 // run that cannot pause (a tool loop's call) the step fails.
 func (r *run) handoff(s *Step, h *registry.Handoff) {
 	if r.req.NoPause {
-		tools := make([]string, len(h.Calls))
-		for i, c := range h.Calls {
-			tools[i] = c.Tool
-		}
-		r.end(s, StatusFailed, nil, &Error{Code: CodeClientInLoop, Message: fmt.Sprintf("%s waits for the client to run %s, and a tool loop cannot pause for it; call %s from a plan step instead", s.Tool, strings.Join(tools, ", "), s.Tool)})
+		r.end(s, StatusFailed, nil, &Error{Code: CodeClientInLoop, Message: fmt.Sprintf("%s waits for the client to run %s, and a tool loop cannot pause for it; call %s from a plan step instead", s.Tool, strings.Join(h.Tools(), ", "), s.Tool)})
 		return
 	}
 	if fail := r.bytes.charge(s.ID, int64(len(h.State))); fail != nil {

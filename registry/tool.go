@@ -62,6 +62,15 @@ type Handoff struct {
 	State json.RawMessage
 }
 
+// Tools returns the tool of each call, in order.
+func (h *Handoff) Tools() []string {
+	tools := make([]string, len(h.Calls))
+	for i, c := range h.Calls {
+		tools[i] = c.Tool
+	}
+	return tools
+}
+
 // HandoffCall is one call a [Handoff] leaves to the client.
 type HandoffCall struct {
 	// ID names the call within its loop.
