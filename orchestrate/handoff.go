@@ -105,12 +105,7 @@ func (c *ChildRun) Pause(ctx context.Context, tool string, args map[string]any, 
 		return nil, nil, fmt.Errorf("keeping the paused run %s: %w", r.execID, err)
 	}
 	r.m.Release() // the run is kept, not running: Finish is not called
-	hint := &ResumeHint{
-		ExecID:    r.execID,
-		ExpiresAt: expires.UTC().Format(time.RFC3339),
-		How:       `call agent_orchestrate with {"resume": {"exec_id": "` + r.execID + `", "results": {"<call_id>": <output> | {"error": "..."}}}}`,
-	}
-	return pending, hint, nil
+	return pending, resumeHint(r.execID, expires, "<call_id>"), nil
 }
 
 // ClientFinal reports whether the client finishes catalog tool t: it is
@@ -186,11 +181,7 @@ func (c *ChildRun) PauseFallback(ctx context.Context, h *registry.Handoff, edit 
 	r.fire(fsm.EventPause)
 	env := c.envelope(StatusAwaitingClient, "", edit, nil)
 	env.Artifact.Pending = pending
-	env.Artifact.Resume = &ResumeHint{
-		ExecID:    r.execID,
-		ExpiresAt: expires.UTC().Format(time.RFC3339),
-		How:       `call agent_orchestrate with {"resume": {"exec_id": "` + r.execID + `", "results": {"<call_id>": <output> | {"error": "..."}}}}`,
-	}
+	env.Artifact.Resume = resumeHint(r.execID, expires, "<call_id>")
 	callHook(r, "RunPaused", r.hooks.RunPaused, RunPausedInfo{Run: r.info, At: time.Now(), Envelope: env})
 	return env
 }

@@ -322,14 +322,21 @@ func (r *run) pause() *Envelope {
 	a := env.Artifact
 	a.Status, a.Success = StatusAwaitingClient, false
 	a.Pending = pending
-	a.Resume = &ResumeHint{
-		ExecID:    r.execID,
-		ExpiresAt: expires.UTC().Format(time.RFC3339),
-		How:       `call agent_orchestrate with {"resume": {"exec_id": "` + r.execID + `", "results": {"<step>": <output> | {"error": "..."}}}}`,
-	}
+	a.Resume = resumeHint(r.execID, expires, "<step>")
 	callHook(r, "RunPaused", r.hooks.RunPaused, RunPausedInfo{Run: r.info, At: time.Now(), Envelope: env})
 	r.m.Release()
 	return env
+}
+
+// resumeHint says how to resume the paused run execID, kept until
+// expires: with the client's results by key ("<step>" for a plan's steps,
+// "<call_id>" for a loop's calls).
+func resumeHint(execID string, expires time.Time, key string) *ResumeHint {
+	return &ResumeHint{
+		ExecID:    execID,
+		ExpiresAt: expires.UTC().Format(time.RFC3339),
+		How:       `call agent_orchestrate with {"resume": {"exec_id": "` + execID + `", "results": {"` + key + `": <output> | {"error": "..."}}}}`,
+	}
 }
 
 // order returns the place of step id in the plan, for sorting.
