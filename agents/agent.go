@@ -465,11 +465,11 @@ func (a *Agent) run(ctx context.Context, child *orchestrate.ChildRun, req *Execu
 		user = orchestrate.ConversationText(history, tokens*4, tokens) + "\n\n" + user
 	}
 	allowed := a.allowedTools(scope)
-	side := a.clientSide(ctx)
-	if side.cs != nil {
+	side, inRun := a.clientSide(ctx)
+	if inRun {
 		// The client tools of the run that called the agent, as its
 		// tools allow.
-		for _, t := range side.cs.Tools {
+		for _, t := range side.Tools {
 			if a.allows(t.Name) && (scope == nil || scope(t.Name)) && !slices.ContainsFunc(allowed, func(x registry.Tool) bool { return x.Name == t.Name }) {
 				allowed = append(allowed, t)
 			}
@@ -517,15 +517,15 @@ func (a *Agent) run(ctx context.Context, child *orchestrate.ChildRun, req *Execu
 			if progress != nil {
 				progress(registry.Progress{Progress: float64(calls), Message: fmt.Sprintf("agent %s: calling %s", a.Name, tc.Name)})
 			}
-			if tc.Name == orchestrate.AskUserTool && side.elicits() {
+			if tc.Name == orchestrate.AskUserTool && side.Elicit != nil {
 				if _, ok := byName[tc.Name]; ok {
-					return a.askUser(ctx, child, side.elicit, tc)
+					return a.askUser(ctx, child, side.Elicit, tc)
 				}
 			}
 			return a.callTool(ctx, child, byName, names, tc, tl)
 		},
 	}
-	loop.Handoff = a.handoffFunc(child, byName, side)
+	loop.Handoff = toolloop.ClientHandoff(child, byName, side.HandsOff) // ask_user only when it cannot be elicited
 	var out *toolloop.Result
 	if cont != nil {
 		if cont.RemainingMS > 0 {

@@ -39,36 +39,18 @@ type loopState struct {
 }
 
 // clientSide is how an agent's loop finds the client's tools and asks
-// its user: the run that called it, or, called directly, the catalog's
-// client-final tools (none of which it can pause for) and the caller's
-// elicitation, if its client has it.
-type clientSide struct {
-	cs     *orchestrate.ClientSide // nil when no run can pause for the client
-	final  func(registry.Tool) bool
-	elicit orchestrate.Elicit // nil: ask_user is handed to the client
-}
-
-func (a *Agent) clientSide(ctx context.Context) clientSide {
+// its user: the run that called it (paused reports that it can pause for
+// the client), or, called directly, the catalog's client-final tools and
+// the caller's elicitation, if its client has it.
+func (a *Agent) clientSide(ctx context.Context) (side *orchestrate.ClientSide, paused bool) {
 	if cs, ok := orchestrate.ClientSideFrom(ctx); ok {
-		return clientSide{cs: cs, final: cs.Final, elicit: cs.Elicit}
+		return cs, true
 	}
-	side := clientSide{final: a.opts.Engine.ClientFinal}
+	side = &orchestrate.ClientSide{Final: a.opts.Engine.ClientFinal}
 	if a.opts.Elicit != nil {
-		side.elicit = a.opts.Elicit(ctx)
+		side.Elicit = a.opts.Elicit(ctx)
 	}
-	return side
-}
-
-// elicits reports whether ask_user asks through the client's elicitation.
-func (c clientSide) elicits() bool { return c.elicit != nil }
-
-// handoffFunc is the loop's Handoff: it hands the client-final calls to
-// the client (ask_user only when it cannot be elicited), refusing those
-// whose arguments are malformed.
-func (a *Agent) handoffFunc(child *orchestrate.ChildRun, byName map[string]registry.Tool, side clientSide) func(context.Context, llm.ToolCall) (llm.ToolCall, string, bool) {
-	return toolloop.ClientHandoff(child, byName, func(t registry.Tool) bool {
-		return side.final(t) && !(t.Name == orchestrate.AskUserTool && side.elicits())
-	})
+	return side, false
 }
 
 // handoff makes the answer of a loop that paused: the client's calls and

@@ -34,6 +34,12 @@ type ClientSide struct {
 	Elicit Elicit
 }
 
+// HandsOff reports whether a loop hands a call of t to the client: the
+// client finishes t, and t is not ask_user that elicitation can ask.
+func (cs *ClientSide) HandsOff(t registry.Tool) bool {
+	return cs.Final(t) && !(t.Name == AskUserTool && cs.Elicit != nil)
+}
+
 type clientSideKey struct{}
 
 // ClientSideFrom returns the client side of the run whose step ctx

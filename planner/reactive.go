@@ -102,9 +102,7 @@ func (p *Planner) reactiveLoop(ctx context.Context, c *orchestrate.ChildRun, st 
 			loop.Tools = append(loop.Tools, llm.ToolDef{Name: t.Name, Description: t.Description, Parameters: toolloop.Parameters(t.InputSchema)})
 		}
 	}
-	loop.Handoff = toolloop.ClientHandoff(c, byName, func(t registry.Tool) bool {
-		return cs.Final(t) && !(t.Name == orchestrate.AskUserTool && cs.Elicit != nil)
-	})
+	loop.Handoff = toolloop.ClientHandoff(c, byName, cs.HandsOff)
 	return loop
 }
 
